@@ -1,0 +1,58 @@
+# gpuvc — one virtual cluster per team on a shared GPU host cluster.
+# `make help` lists the targets.
+
+SHELL := /usr/bin/env bash
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/gpuvc/gpuvc/cmd/gpuvc/commands/version.Version=$(VERSION) \
+           -X github.com/gpuvc/gpuvc/cmd/gpuvc/commands/version.Commit=$(COMMIT)
+
+# go-nvml needs cgo; its headers use deprecated declarations.
+export CGO_ENABLED := 1
+export CGO_CFLAGS := -Wno-deprecated-declarations
+# Some loft-sh modules are missing from the checksum database.
+export GONOSUMDB := github.com/loft-sh/*
+export GOFLAGS := -buildvcs=false
+
+TEST_TIMEOUT ?= 40m
+
+.PHONY: help build test test-unit e2e bench trial lint binaries clean clean-cache
+
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## Build bin/gpuvc
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gpuvc ./cmd/gpuvc
+
+test: lint binaries ## Everything CI runs: lint, unit and integration tests on the local control plane
+	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+test-unit: ## Unit tests only (integration tests skip under -short)
+	$(GO) test -short ./...
+
+e2e: binaries ## End-to-end suites (local control plane; kind when a Docker engine answers)
+	$(GO) test -timeout $(TEST_TIMEOUT) -v ./e2e/...
+
+bench: binaries ## Benchmarks: latency percentiles, throughput, GPUs held vs lower bound, RSS
+	$(GO) test -run '^$$' -bench . -benchmem -timeout $(TEST_TIMEOUT) ./...
+
+trial: ## Try gpuvc on a kind cluster with simulated GPU nodes (coming: see README)
+	@echo "make trial is not available yet: the kind trial lands with the charts/kind issue." >&2
+	@echo "Meanwhile: 'go run ./cmd/gpuvc dev cluster up' starts a local control plane with simulated GPU nodes." >&2
+	@exit 2
+
+lint: ## gofmt and go vet
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+binaries: ## Build (once) and cache etcd, Kubernetes and kwok for the local control plane
+	$(GO) run ./e2e/localcp/cmd/build-binaries >/dev/null
+
+clean: ## Remove build outputs and stop a developer control plane
+	-$(GO) run ./cmd/gpuvc dev cluster down
+	rm -rf bin
+
+clean-cache: ## Remove the cached control-plane binaries (next run rebuilds them)
+	rm -rf "$${GPUVC_CACHE_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/gpuvc}"

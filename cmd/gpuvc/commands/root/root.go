@@ -1,0 +1,33 @@
+// Package root assembles the gpuvc command tree.
+package root
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/dev"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/version"
+)
+
+// NewCommand returns the gpuvc root command with every subcommand attached.
+func NewCommand(streams cli.Streams) *cobra.Command {
+	globals := &cli.Globals{}
+	cmd := &cobra.Command{
+		Use:   "gpuvc",
+		Short: "Give every team its own Kubernetes cluster on one shared GPU host cluster",
+		Long: "gpuvc provisions one virtual cluster (vCluster) per team on a shared host cluster and\n" +
+			"maps the team's GPU, MIG and fractional GPU requests onto the host inside the team's\n" +
+			"quota and node pool.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	globals.AddFlags(cmd.PersistentFlags())
+	cmd.AddCommand(
+		version.NewCommand(streams),
+		dev.NewCommand(streams, globals),
+	)
+	return cmd
+}

@@ -1,0 +1,141 @@
+// Package nodepool describes simulated node pools — GPU models, counts, MIG layouts,
+// pool labels and taints — once, for every place that fakes GPU nodes: kwok nodes of
+// the local control plane and the kind trial's workers.
+package nodepool
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Label and taint keys gpuvc uses on host nodes.
+const (
+	PoolLabel = "gpuvc.dev/pool"
+	PoolTaint = "gpuvc.dev/pool"
+)
+
+// GPU resource names the NVIDIA device plugin advertises.
+const (
+	ResourceGPU       = "nvidia.com/gpu"
+	ResourceMIGPrefix = "nvidia.com/mig-"
+)
+
+// Pool is a set of nodes that share a label and, for GPU pools, a NoSchedule taint
+// so only pods that tolerate it (the pool's teams) land there.
+type Pool struct {
+	Name  string
+	Taint bool
+	Nodes []Node
+}
+
+// Node is one simulated machine.
+type Node struct {
+	Name   string
+	CPU    string // e.g. "64"
+	Memory string // e.g. "512Gi"
+	Pods   int
+	GPU    *GPUs // nil for a CPU-only node
+}
+
+// GPUs describe a node's GPUs the way the device plugin (mixed MIG strategy) and GPU
+// Feature Discovery would present them.
+type GPUs struct {
+	Product   string // GFD product label, e.g. NVIDIA-A100-SXM4-80GB
+	Count     int    // physical GPUs on the node
+	MemoryMiB int    // memory of one GPU
+	// MIG maps a MIG profile (e.g. "1g.10gb") to the number of such devices on the
+	// node. When set, every GPU is in MIG mode and no whole nvidia.com/gpu is
+	// advertised (mixed strategy).
+	MIG map[string]int
+}
+
+// Labels returns the node's labels: pool, GFD-style GPU facts and OS/arch.
+func (p Pool) Labels(n Node) map[string]string {
+	l := map[string]string{
+		PoolLabel:                p.Name,
+		"kubernetes.io/hostname": n.Name,
+		"kubernetes.io/os":       "linux",
+		"kubernetes.io/arch":     "amd64",
+	}
+	if n.GPU == nil {
+		return l
+	}
+	g := n.GPU
+	l["nvidia.com/gpu.present"] = "true"
+	l["nvidia.com/gpu.product"] = g.Product
+	l["nvidia.com/gpu.count"] = strconv.Itoa(g.Count)
+	l["nvidia.com/gpu.memory"] = strconv.Itoa(g.MemoryMiB)
+	if len(g.MIG) == 0 {
+		return l
+	}
+	l["nvidia.com/mig.capable"] = "true"
+	l["nvidia.com/mig.strategy"] = "mixed"
+	for profile, count := range g.MIG {
+		l["nvidia.com/mig-"+profile+".count"] = strconv.Itoa(count)
+	}
+	return l
+}
+
+// Taints returns the pool's taint as key, value and effect, or nothing.
+func (p Pool) Taints() []Taint {
+	if !p.Taint {
+		return nil
+	}
+	return []Taint{{Key: PoolTaint, Value: p.Name, Effect: "NoSchedule"}}
+}
+
+// Taint is a node taint without Kubernetes types.
+type Taint struct{ Key, Value, Effect string }
+
+// Capacity returns the node's resource capacity (quantities as strings).
+func (n Node) Capacity() map[string]string {
+	c := map[string]string{"cpu": n.CPU, "memory": n.Memory, "pods": strconv.Itoa(n.Pods)}
+	if n.GPU == nil {
+		return c
+	}
+	if len(n.GPU.MIG) == 0 {
+		c[ResourceGPU] = strconv.Itoa(n.GPU.Count)
+		return c
+	}
+	for profile, count := range n.GPU.MIG {
+		c[MIGResource(profile)] = strconv.Itoa(count)
+	}
+	return c
+}
+
+// MIGResource is the device-plugin resource name of a MIG profile in mixed strategy:
+// "1g.10gb" → "nvidia.com/mig-1g.10gb", "1g.10gb+me" → "nvidia.com/mig-1g.10gb.me".
+func MIGResource(profile string) string {
+	return ResourceMIGPrefix + strings.ReplaceAll(profile, "+", ".")
+}
+
+// Validate reports the first inconsistency in a set of pools, naming it.
+func Validate(pools []Pool) error {
+	seen := map[string]string{}
+	for _, p := range pools {
+		if p.Name == "" {
+			return fmt.Errorf("node pool with nodes %v has no name", nodeNames(p))
+		}
+		for _, n := range p.Nodes {
+			if other, ok := seen[n.Name]; ok {
+				return fmt.Errorf("node %q appears in pools %q and %q: node names must be unique", n.Name, other, p.Name)
+			}
+			seen[n.Name] = p.Name
+			if n.GPU != nil && n.GPU.Count <= 0 {
+				return fmt.Errorf("node %q in pool %q: GPU count %d must be positive", n.Name, p.Name, n.GPU.Count)
+			}
+		}
+	}
+	return nil
+}
+
+func nodeNames(p Pool) []string {
+	var names []string
+	for _, n := range p.Nodes {
+		names = append(names, n.Name)
+	}
+	sort.Strings(names)
+	return names
+}
