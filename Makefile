@@ -17,7 +17,7 @@ export GOFLAGS := -buildvcs=false
 
 TEST_TIMEOUT ?= 40m
 
-.PHONY: help build test test-unit e2e bench trial lint binaries clean clean-cache
+.PHONY: help build test test-unit e2e bench trial lint generate verify-generated binaries clean clean-cache
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -25,7 +25,7 @@ help: ## Show this help
 build: ## Build bin/gpuvc
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gpuvc ./cmd/gpuvc
 
-test: lint binaries ## Everything CI runs: lint, unit and integration tests on the local control plane
+test: lint verify-generated binaries ## Everything CI runs: lint, unit and integration tests on the local control plane
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 
 test-unit: ## Unit tests only (integration tests skip under -short)
@@ -46,6 +46,14 @@ lint: ## gofmt and go vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+
+CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.21.0
+
+generate: ## Regenerate deepcopy code and the Team CRD from the Go types
+	$(CONTROLLER_GEN) object paths=./manager/api/... crd:maxDescLen=400 output:crd:dir=charts/gpuvc/crds
+
+verify-generated: generate ## Fail if generated files differ from what is committed
+	@git diff --exit-code -- manager/api charts/gpuvc/crds || { echo "generated files are stale: run make generate and commit"; exit 1; }
 
 binaries: ## Build (once) and cache etcd, Kubernetes and kwok for the local control plane
 	$(GO) run ./e2e/localcp/cmd/build-binaries >/dev/null

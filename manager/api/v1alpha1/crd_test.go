@@ -1,0 +1,181 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuvc/gpuvc/charts"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+)
+
+var teams dynamic.NamespaceableResourceInterface
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(withAPIServer(m))
+}
+
+// withAPIServer runs the tests against a real kube-apiserver with the Team CRD, so
+// the schema and CEL rules are checked by the same code that checks them in a cluster.
+func withAPIServer(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	cp, err := localcp.Start(ctx, localcp.Options{APIOnly: true, Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cp.Stop()
+	if err := charts.InstallCRDs(ctx, cp.Config); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	client, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	teams = client.Resource(v1alpha1.GroupVersion.WithResource("teams"))
+	return m.Run()
+}
+
+func createTeam(t *testing.T, manifest string) (*unstructured.Unstructured, error) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs a real kube-apiserver (run without -short)")
+	}
+	obj := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte("apiVersion: gpuvc.dev/v1alpha1\nkind: Team\n"+manifest), &obj.Object))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	created, err := teams.Create(ctx, obj, metav1.CreateOptions{FieldValidation: "Strict"})
+	if err == nil {
+		t.Cleanup(func() { _ = teams.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}) })
+	}
+	return created, err
+}
+
+const validSpec = `
+metadata: {name: fraud}
+spec:
+  pool: a100
+  quota: {gpus: 4, mig: {1g.10gb: 4}, cpu: "64", memory: 256Gi, pods: 100}
+  maxGPUsPerPod: 2
+  gpuSharing: {fractions: true}
+  members: [{kind: Group, name: fraud-ml}]
+`
+
+func TestValidTeamIsAcceptedWithDefaults(t *testing.T) {
+	got, err := createTeam(t, validSpec)
+	require.NoError(t, err)
+	spec := got.Object["spec"].(map[string]any)
+	require.Equal(t, "baseline", spec["podSecurity"], "podSecurity default")
+	require.EqualValues(t, 8, spec["gpuSharing"].(map[string]any)["maxPodsPerSharedGPU"], "maxPodsPerSharedGPU default")
+}
+
+// TestInvalidTeamsAreRefused feeds the API server Team specs a platform engineer
+// could plausibly get wrong; each must be refused with a message naming the field.
+func TestInvalidTeamsAreRefused(t *testing.T) {
+	cases := map[string]struct {
+		manifest string
+		want     []string // substrings of the error
+	}{
+		"name too long": {
+			manifest: "metadata: {name: " + strings.Repeat("a", 41) + "}\nspec: {pool: a100, quota: {gpus: 1}}",
+			want:     []string{"metadata.name", "at most 40 characters"},
+		},
+		"no spec":          {manifest: "metadata: {name: nospec}", want: []string{"spec: Required"}},
+		"no pool":          {manifest: "metadata: {name: nopool}\nspec: {quota: {gpus: 1}}", want: []string{"spec.pool: Required"}},
+		"pool uppercase":   {manifest: "metadata: {name: upper}\nspec: {pool: A100, quota: {}}", want: []string{"spec.pool", "should match"}},
+		"pool underscore":  {manifest: "metadata: {name: under}\nspec: {pool: a_100, quota: {}}", want: []string{"spec.pool"}},
+		"no quota":         {manifest: "metadata: {name: noquota}\nspec: {pool: a100}", want: []string{"spec.quota: Required"}},
+		"negative gpus":    {manifest: "metadata: {name: neg}\nspec: {pool: a100, quota: {gpus: -1}}", want: []string{"spec.quota.gpus", "greater than or equal to 0"}},
+		"absurd gpus":      {manifest: "metadata: {name: absurd}\nspec: {pool: a100, quota: {gpus: 100000}}", want: []string{"spec.quota.gpus", "less than or equal to 4096"}},
+		"gpus as string":   {manifest: "metadata: {name: str}\nspec: {pool: a100, quota: {gpus: four}}", want: []string{"spec.quota.gpus", "integer"}},
+		"bad mig key":      {manifest: "metadata: {name: migkey}\nspec: {pool: a100, quota: {mig: {bogus: 1}}}", want: []string{"spec.quota.mig", "MIG profiles such as 1g.10gb"}},
+		"8g mig profile":   {manifest: "metadata: {name: mig8}\nspec: {pool: a100, quota: {mig: {8g.80gb: 1}}}", want: []string{"spec.quota.mig"}},
+		"negative mig":     {manifest: "metadata: {name: migneg}\nspec: {pool: a100, quota: {mig: {1g.10gb: -2}}}", want: []string{"spec.quota.mig", "between 0 and 4096"}},
+		"cpu not quantity": {manifest: "metadata: {name: cpu}\nspec: {pool: a100, quota: {cpu: lots}}", want: []string{"spec.quota.cpu"}},
+		"zero pods":        {manifest: "metadata: {name: pods}\nspec: {pool: a100, quota: {pods: 0}}", want: []string{"spec.quota.pods", "greater than or equal to 1"}},
+		"maxGPUsPerPod zero": {
+			manifest: "metadata: {name: max0}\nspec: {pool: a100, quota: {gpus: 2}, maxGPUsPerPod: 0}",
+			want:     []string{"spec.maxGPUsPerPod", "greater than or equal to 1"},
+		},
+		"maxGPUsPerPod above quota": {
+			manifest: "metadata: {name: maxq}\nspec: {pool: a100, quota: {gpus: 2}, maxGPUsPerPod: 4}",
+			want:     []string{"spec.maxGPUsPerPod: cannot exceed spec.quota.gpus"},
+		},
+		"wholeGPUAs without MIG quota": {
+			manifest: "metadata: {name: whole}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {wholeGPUAs: 3g.40gb}}",
+			want:     []string{"spec.gpuSharing.wholeGPUAs", "needs a quota in spec.quota.mig"},
+		},
+		"wholeGPUAs not a profile": {
+			manifest: "metadata: {name: whole2}\nspec: {pool: a100, quota: {mig: {3g.40gb: 1}}, gpuSharing: {wholeGPUAs: 3g}}",
+			want:     []string{"spec.gpuSharing.wholeGPUAs", "should match"},
+		},
+		"fractions without GPUs": {
+			manifest: "metadata: {name: frac}\nspec: {pool: a100, quota: {mig: {1g.10gb: 2}}, gpuSharing: {fractions: true}}",
+			want:     []string{"spec.gpuSharing.fractions", "spec.quota.gpus to at least 1"},
+		},
+		"one pod per shared GPU": {
+			manifest: "metadata: {name: share1}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractions: true, maxPodsPerSharedGPU: 1}}",
+			want:     []string{"spec.gpuSharing.maxPodsPerSharedGPU", "greater than or equal to 2"},
+		},
+		"too many pods per shared GPU": {
+			manifest: "metadata: {name: share99}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractions: true, maxPodsPerSharedGPU: 99}}",
+			want:     []string{"spec.gpuSharing.maxPodsPerSharedGPU", "less than or equal to 48"},
+		},
+		"unknown pod security level": {
+			manifest: "metadata: {name: psa}\nspec: {pool: a100, quota: {}, podSecurity: strict}",
+			want:     []string{"spec.podSecurity", "Unsupported value"},
+		},
+		"member kind": {
+			manifest: "metadata: {name: member}\nspec: {pool: a100, quota: {}, members: [{kind: Robot, name: r2}]}",
+			want:     []string{"spec.members[0].kind", "Unsupported value"},
+		},
+		"member without name": {
+			manifest: "metadata: {name: member2}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: \"\"}]}",
+			want:     []string{"spec.members[0].name"},
+		},
+		"duplicate member": {
+			manifest: "metadata: {name: member3}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: ana}, {kind: User, name: ana}]}",
+			want:     []string{"spec.members[1]", "Duplicate value"},
+		},
+		"egress not a CIDR": {
+			manifest: "metadata: {name: egress}\nspec: {pool: a100, quota: {}, network: {allowedEgressCIDRs: [10.0.0.1]}}",
+			want:     []string{"spec.network.allowedEgressCIDRs[0]", "must be a CIDR"},
+		},
+		"chart version latest": {
+			manifest: "metadata: {name: chart}\nspec: {pool: a100, quota: {}, vcluster: {chartVersion: latest}}",
+			want:     []string{"spec.vcluster.chartVersion", "should match"},
+		},
+		"unknown field": {
+			manifest: "metadata: {name: unknown}\nspec: {pool: a100, quota: {}, gpus: 4}",
+			want:     []string{`unknown field "spec.gpus"`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := createTeam(t, tc.manifest)
+			require.Error(t, err, "the API server accepted an invalid Team")
+			for _, w := range tc.want {
+				require.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}

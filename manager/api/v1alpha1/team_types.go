@@ -1,0 +1,214 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Team is one tenant team: its own virtual cluster on the shared host, its GPU quota
+// and the node pool its pods run on.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=tm
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.pool`
+// +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.spec.quota.gpus`,description="whole-GPU quota"
+// +kubebuilder:printcolumn:name="Used",type=integer,JSONPath=`.status.gpuUsage.gpus`,description="whole GPUs requested by running and pending pods"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name: a team name has at most 40 characters (it names the host namespace team-<name> and the vCluster's objects)"
+type Team struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   TeamSpec   `json:"spec"`
+	Status TeamStatus `json:"status,omitempty"`
+}
+
+// TeamList is a list of Teams.
+//
+// +kubebuilder:object:root=true
+type TeamList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Team `json:"items"`
+}
+
+// TeamSpec is what a platform engineer decides for a team.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.maxGPUsPerPod) || !has(self.quota.gpus) || self.maxGPUsPerPod <= self.quota.gpus",message="spec.maxGPUsPerPod: cannot exceed spec.quota.gpus; lower maxGPUsPerPod or raise the quota"
+// +kubebuilder:validation:XValidation:rule="!has(self.gpuSharing) || !has(self.gpuSharing.wholeGPUAs) || (has(self.quota.mig) && self.gpuSharing.wholeGPUAs in self.quota.mig)",message="spec.gpuSharing.wholeGPUAs: the MIG profile whole-GPU requests map to needs a quota in spec.quota.mig"
+// +kubebuilder:validation:XValidation:rule="!has(self.gpuSharing) || !self.gpuSharing.fractions || (has(self.quota.gpus) && self.quota.gpus >= 1)",message="spec.gpuSharing.fractions: fractional GPUs are carved from whole GPUs the team holds; set spec.quota.gpus to at least 1"
+type TeamSpec struct {
+	// Members get cluster-admin inside the team's virtual cluster.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	Members []Member `json:"members,omitempty"`
+
+	// Pool is the node pool the team's GPU pods run on: nodes labelled and tainted
+	// gpuvc.dev/pool=<pool>. One pool per team in v1alpha1.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Pool string `json:"pool"`
+
+	// Quota bounds what the team's pods may request on the host, all pods together.
+	Quota Quota `json:"quota"`
+
+	// MaxGPUsPerPod bounds the whole GPUs one pod may request.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	MaxGPUsPerPod *int32 `json:"maxGPUsPerPod,omitempty"`
+
+	// GPUSharing says how requests that are not whole GPUs are served.
+	// +optional
+	GPUSharing *GPUSharing `json:"gpuSharing,omitempty"`
+
+	// PodSecurity is the Pod Security Standard enforced in the team's host namespace.
+	// +optional
+	// +kubebuilder:default=baseline
+	// +kubebuilder:validation:Enum=privileged;baseline;restricted
+	PodSecurity string `json:"podSecurity,omitempty"`
+
+	// Network fences the team's pods on the host network.
+	// +optional
+	Network *Network `json:"network,omitempty"`
+
+	// VCluster tunes the team's virtual cluster.
+	// +optional
+	VCluster *VClusterSpec `json:"vcluster,omitempty"`
+}
+
+// Member is a user or group given access to the team's virtual cluster.
+type Member struct {
+	// +kubebuilder:validation:Enum=User;Group
+	Kind string `json:"kind"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// Quota is a team's host-side budget. Every field is optional; an absent field is
+// not limited by gpuvc (the host may have its own limits).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.mig) || self.mig.all(p, p.matches('^[1-7]g[.][0-9]+gb([+]me)?$'))",message="spec.quota.mig: keys are MIG profiles such as 1g.10gb, 3g.40gb or 1g.10gb+me"
+// +kubebuilder:validation:XValidation:rule="!has(self.mig) || self.mig.all(p, self.mig[p] >= 0 && self.mig[p] <= 4096)",message="spec.quota.mig: each count must be between 0 and 4096"
+type Quota struct {
+	// GPUs is the number of whole GPUs (nvidia.com/gpu), including the GPUs held for
+	// fractional sharing.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4096
+	GPUs *int32 `json:"gpus,omitempty"`
+
+	// MIG maps a MIG profile (e.g. 1g.10gb) to the number of such slices.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	MIG map[string]int32 `json:"mig,omitempty"`
+
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+	// +optional
+	Storage *resource.Quantity `json:"storage,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	Pods *int32 `json:"pods,omitempty"`
+}
+
+// GPUSharing configures fractional GPUs and how plain GPU requests are served.
+type GPUSharing struct {
+	// Fractions lets pods ask for part of a GPU with the KAI-style gpu-fraction or
+	// gpu-memory annotations; shared GPUs are held by reservation pods in the team's
+	// own namespace, so they count against spec.quota.gpus and are never shared with
+	// another team.
+	// +optional
+	Fractions bool `json:"fractions,omitempty"`
+
+	// MaxPodsPerSharedGPU bounds how many pods share one GPU.
+	// +optional
+	// +kubebuilder:default=8
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=48
+	MaxPodsPerSharedGPU int32 `json:"maxPodsPerSharedGPU,omitempty"`
+
+	// WholeGPUAs maps a plain nvidia.com/gpu request to a MIG profile (e.g. 3g.40gb)
+	// instead of a whole GPU. Empty: whole GPUs.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[1-7]g\.[0-9]+gb(\+me)?$`
+	WholeGPUAs string `json:"wholeGPUAs,omitempty"`
+}
+
+// Network configures the team's host NetworkPolicies.
+type Network struct {
+	// DefaultDeny blocks traffic to and from other namespaces except DNS and what the
+	// vCluster control plane needs. Default true.
+	// +optional
+	// +kubebuilder:default=true
+	DefaultDeny *bool `json:"defaultDeny,omitempty"`
+
+	// AllowedEgressCIDRs are extra destinations the team's pods may reach.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="spec.network.allowedEgressCIDRs: each entry must be a CIDR such as 10.0.0.0/8"
+	// +kubebuilder:validation:items:MaxLength=64
+	AllowedEgressCIDRs []string `json:"allowedEgressCIDRs,omitempty"`
+}
+
+// VClusterSpec tunes the team's vCluster release.
+type VClusterSpec struct {
+	// ChartVersion of the vcluster chart. Empty: the version the manager is configured with.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`
+	ChartVersion string `json:"chartVersion,omitempty"`
+
+	// Values are extra vcluster.yaml values merged over the ones gpuvc sets; gpuvc's
+	// fences (pool tolerations, node selector) cannot be overridden.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+}
+
+// TeamStatus is what the manager observed.
+type TeamStatus struct {
+	// ObservedGeneration is the spec generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, HostResourcesReady, VClusterReady, KubeconfigReady.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Namespace is the team's host namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// KubeconfigSecret names the Secret in the host namespace holding the team's
+	// kubeconfig.
+	// +optional
+	KubeconfigSecret string `json:"kubeconfigSecret,omitempty"`
+
+	// GPUUsage is what the team's pods request now, from the namespace's quota usage.
+	// +optional
+	GPUUsage *GPUUsage `json:"gpuUsage,omitempty"`
+}
+
+// GPUUsage counts requested GPUs.
+type GPUUsage struct {
+	GPUs int64            `json:"gpus"`
+	MIG  map[string]int64 `json:"mig,omitempty"`
+}
