@@ -23,7 +23,8 @@ func (m *Model) enumerate(base gpuState, visit func(s *gpuState, added []Instanc
 			visit(&s, added)
 			return
 		}
-		walk(slot + 1)
+		// Placing before skipping makes the first layout found for a content
+		// (which wins ties) the one packed towards slot 0, as the driver does.
 		for i, p := range m.Profiles {
 			if !s.can(i, slot) {
 				continue
@@ -34,6 +35,7 @@ func (m *Model) enumerate(base gpuState, visit func(s *gpuState, added []Instanc
 			added = added[:len(added)-1]
 			s.remove(i, slot)
 		}
+		walk(slot + 1)
 	}
 	walk(0)
 }
