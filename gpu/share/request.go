@@ -9,6 +9,8 @@ package share
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 )
 
 // UnitsPerGPU is the packing granularity: one unit is 1/10000 of a GPU
@@ -76,4 +78,31 @@ func LowerBound(units ...int) int {
 		sum += u
 	}
 	return (sum + UnitsPerGPU - 1) / UnitsPerGPU
+}
+
+// ParseRequest reads KAI-style annotation values: gpu-fraction ("0.5") or
+// gpu-memory (MiB, "20480"); exactly one must be set. Errors name the value.
+func ParseRequest(fraction, memoryMiB string) (Request, error) {
+	switch {
+	case fraction != "" && memoryMiB != "":
+		return Request{}, fmt.Errorf("gpu-fraction %q and gpu-memory %q are exclusive: set one", fraction, memoryMiB)
+	case fraction != "":
+		f, err := strconv.ParseFloat(strings.TrimSpace(fraction), 64)
+		if err != nil {
+			return Request{}, fmt.Errorf("gpu-fraction %q is not a number", fraction)
+		}
+		r := Fraction(f)
+		_, err = fractionUnits(f)
+		return r, err
+	case memoryMiB != "":
+		m, err := strconv.ParseInt(strings.TrimSpace(memoryMiB), 10, 64)
+		if err != nil {
+			return Request{}, fmt.Errorf("gpu-memory %q is not a whole number of MiB", memoryMiB)
+		}
+		if m <= 0 {
+			return Request{}, fmt.Errorf("gpu-memory %d MiB must be positive", m)
+		}
+		return Memory(m), nil
+	}
+	return Request{}, fmt.Errorf("neither gpu-fraction nor gpu-memory is set")
 }

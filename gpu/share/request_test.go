@@ -93,3 +93,38 @@ func TestLowerBound(t *testing.T) {
 		})
 	}
 }
+
+func TestParseRequest(t *testing.T) {
+	tests := map[string]struct {
+		fraction, memory string
+		want             Request
+		wantErr          string
+	}{
+		"fraction":         {fraction: "0.5", want: Fraction(0.5)},
+		"fraction spaces":  {fraction: " 0.25 ", want: Fraction(0.25)},
+		"memory":           {memory: "20480", want: Memory(20480)},
+		"both":             {fraction: "0.5", memory: "100", wantErr: `gpu-fraction "0.5" and gpu-memory "100" are exclusive`},
+		"neither":          {wantErr: "neither gpu-fraction nor gpu-memory is set"},
+		"fraction word":    {fraction: "half", wantErr: `gpu-fraction "half" is not a number`},
+		"fraction one":     {fraction: "1", wantErr: "gpu-fraction 1 is out of range; it must be greater than 0 and less than 1"},
+		"fraction NaN":     {fraction: "NaN", wantErr: "gpu-fraction NaN is not a finite number"},
+		"memory decimal":   {memory: "1.5", wantErr: `gpu-memory "1.5" is not a whole number of MiB`},
+		"memory unit":      {memory: "20Gi", wantErr: `gpu-memory "20Gi" is not a whole number of MiB`},
+		"memory zero":      {memory: "0", wantErr: "gpu-memory 0 MiB must be positive"},
+		"fraction percent": {fraction: "50%", wantErr: `gpu-fraction "50%" is not a number`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseRequest(tc.fraction, tc.memory)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseRequest() = %v, %v; want error %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("ParseRequest() = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
