@@ -102,11 +102,11 @@ func Labels(inv Inventory, s Strategy) (map[string]string, error) {
 		for _, name := range order {
 			st := stats[name]
 			key := strings.TrimPrefix(st.resource, labelPrefix)
-			slices := strconv.Itoa(computeSlices(name))
+			gi := strconv.Itoa(computeSlices(name))
 			l[labelPrefix+key+".count"] = strconv.FormatInt(st.devices, 10)
 			l[labelPrefix+key+".memory"] = strconv.FormatInt(st.gi.MemoryMiB, 10)
-			l[labelPrefix+key+".slices.gi"] = slices
-			l[labelPrefix+key+".slices.ci"] = slices // one compute instance per GPU instance
+			l[labelPrefix+key+".slices.gi"] = gi
+			l[labelPrefix+key+".slices.ci"] = gi // one full compute instance per GPU instance
 			if st.gi.Multiprocessors > 0 {
 				l[labelPrefix+key+".multiprocessors"] = strconv.Itoa(st.gi.Multiprocessors)
 			}

@@ -118,7 +118,8 @@ var catalog = []*Model{
 		[]mem{{6, 5952, false}, {6, 5952, false}, {12, 11968, false}, {12, 11968, false}, {24, 24000, false}}),
 }
 
-// Models returns the catalog in a stable order.
+// Models returns the catalog in a stable order. Models are shared: treat
+// them as read-only.
 func Models() []*Model { return slices.Clone(catalog) }
 
 // Lookup finds a model by its catalog name or by a product name as GPU Feature

@@ -392,3 +392,16 @@ func slotsOf(m *Model, req []string) int {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func TestPackEmptyRequestKeepsExisting(t *testing.T) {
+	m := mustLookup(t, "A30-24GB")
+	existing := [][]Instance{layoutOf(t, "2g.12gb@2"), nil}
+	plan, err := m.Pack(existing, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Plan{Layouts: [][]Instance{layoutOf(t, "2g.12gb@2"), nil}, Cost: Cost{GPUs: 1, Spread: -4}, Optimal: true}
+	if diff := cmp.Diff(want, plan); diff != "" {
+		t.Errorf("-want +got:\n%s", diff)
+	}
+}
