@@ -1,0 +1,143 @@
+package vclusters
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuvc/gpuvc/kind/nodepool"
+)
+
+// Control-plane image: the open-source build, tagged with the chart's version. The
+// chart defaults to the pro image; gpuvc uses none of its features.
+const (
+	imageRegistry   = "ghcr.io"
+	imageRepository = "loft-sh/vcluster-oss"
+)
+
+// The chart's default requests and limits (values.yaml of v0.36.1). With explicit
+// ControlPlaneResources each one not given is written as null so Helm drops it; a
+// null for a resource without default would reach the pod as a zero quantity.
+var (
+	chartDefaultRequests = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage}
+	chartDefaultLimits   = []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceEphemeralStorage}
+)
+
+// HelmValues returns the Helm values gpuvc installs the vCluster chart with for spec:
+// the values derived from the spec, with spec.ExtraValues deep-merged over them.
+func HelmValues(spec Spec) (map[string]any, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	base, err := toMap(buildValues(spec))
+	if err != nil {
+		return nil, err
+	}
+	extra, err := toMap(spec.ExtraValues)
+	if err != nil {
+		return nil, fmt.Errorf("ExtraValues: %w", err)
+	}
+	return mergeValues(base, extra), nil
+}
+
+// buildValues maps a valid spec onto the chart's values.
+func buildValues(spec Spec) values {
+	host, _ := serverHost(spec.KubeconfigServer) // validated
+	poolToleration := nodepool.PoolTaint + "=" + spec.Pool + ":" + string(corev1.TaintEffectNoSchedule)
+	return values{
+		ControlPlane: controlPlaneValues{
+			StatefulSet: statefulSetValues{
+				Image: imageValues{
+					Registry:   imageRegistry,
+					Repository: imageRepository,
+					Tag:        spec.Chart.version(),
+				},
+				Resources:   resources(spec.ControlPlaneResources),
+				Scheduling:  controlPlaneScheduling(spec.ControlPlanePool),
+				Persistence: persistence(spec.Persistence),
+			},
+			// The team reaches the API at KubeconfigServer: its host must be in the
+			// serving certificate.
+			Proxy: proxyValues{ExtraSANs: []string{host}},
+		},
+		ExportKubeConfig: exportKubeConfigValues{
+			Context: spec.contextName(),
+			Server:  spec.KubeconfigServer,
+		},
+		Sync: syncValues{
+			// Synced pods tolerate their pool's taint and, through the node selector
+			// below, land only on its nodes; the virtual cluster sees only those.
+			ToHost: toHostValues{Pods: podSyncValues{EnforceTolerations: []string{poolToleration}}},
+			FromHost: fromHostValues{Nodes: nodeSyncValues{
+				Enabled:  true,
+				Selector: nodeSelectorValues{Labels: map[string]string{nodepool.PoolLabel: spec.Pool}},
+			}},
+		},
+		// Quota, limits and network policy are the manager's, on the host namespace.
+		Policies: policiesValues{},
+		Experimental: experimentalValues{
+			SyncSettings: syncSettingsValues{SetOwner: spec.SetOwner},
+		},
+		Telemetry: telemetryValues{Enabled: false},
+	}
+}
+
+// resources gives exactly the requested requests and limits; nil keeps the chart's.
+func resources(r *corev1.ResourceRequirements) *resourcesValues {
+	if r == nil {
+		return nil
+	}
+	list := func(l corev1.ResourceList, defaults []corev1.ResourceName) map[string]*string {
+		m := map[string]*string{}
+		for _, name := range defaults {
+			m[string(name)] = nil
+		}
+		for name, q := range l {
+			s := q.String()
+			m[string(name)] = &s
+		}
+		return m
+	}
+	return &resourcesValues{Limits: list(r.Limits, chartDefaultLimits), Requests: list(r.Requests, chartDefaultRequests)}
+}
+
+func controlPlaneScheduling(pool string) schedulingValues {
+	if pool == "" {
+		return schedulingValues{}
+	}
+	return schedulingValues{
+		NodeSelector: map[string]string{nodepool.PoolLabel: pool},
+		Tolerations: []corev1.Toleration{{
+			Key:      nodepool.PoolTaint,
+			Operator: corev1.TolerationOpEqual,
+			Value:    pool,
+			Effect:   corev1.TaintEffectNoSchedule,
+		}},
+	}
+}
+
+func persistence(p Persistence) persistenceValues {
+	if p.Ephemeral {
+		return persistenceValues{VolumeClaim: volumeClaimValues{Enabled: false}}
+	}
+	return persistenceValues{VolumeClaim: volumeClaimValues{
+		Enabled:      true,
+		Size:         p.Size,
+		StorageClass: p.StorageClass,
+	}}
+}
+
+// toMap turns typed values into the generic form Helm takes, through JSON so that
+// numbers and nesting look exactly like values Helm reads back from a release.
+func toMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

@@ -1,0 +1,136 @@
+package vclusters
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// values mirrors the part of vCluster v0.36.1's vcluster.yaml that gpuvc sets. Field
+// names follow the chart's values.schema.json, which rejects unknown keys; a unit
+// test checks every value built here against that schema.
+type values struct {
+	ControlPlane     controlPlaneValues     `json:"controlPlane"`
+	ExportKubeConfig exportKubeConfigValues `json:"exportKubeConfig"`
+	Sync             syncValues             `json:"sync"`
+	Policies         policiesValues         `json:"policies"`
+	Experimental     experimentalValues     `json:"experimental"`
+	Telemetry        telemetryValues        `json:"telemetry"`
+}
+
+// controlPlaneValues is controlPlane.
+type controlPlaneValues struct {
+	StatefulSet statefulSetValues `json:"statefulSet"`
+	Proxy       proxyValues       `json:"proxy"`
+}
+
+// statefulSetValues is controlPlane.statefulSet.
+type statefulSetValues struct {
+	Image       imageValues       `json:"image"`
+	Resources   *resourcesValues  `json:"resources,omitempty"`
+	Scheduling  schedulingValues  `json:"scheduling"`
+	Persistence persistenceValues `json:"persistence"`
+}
+
+// imageValues is controlPlane.statefulSet.image.
+type imageValues struct {
+	Registry   string `json:"registry,omitempty"`
+	Repository string `json:"repository,omitempty"`
+	Tag        string `json:"tag,omitempty"`
+}
+
+// resourcesValues is controlPlane.statefulSet.resources. A nil quantity is written as null,
+// which makes Helm drop the chart's default for that resource.
+type resourcesValues struct {
+	Limits   map[string]*string `json:"limits"`
+	Requests map[string]*string `json:"requests"`
+}
+
+// schedulingValues is controlPlane.statefulSet.scheduling.
+type schedulingValues struct {
+	NodeSelector map[string]string   `json:"nodeSelector,omitempty"`
+	Tolerations  []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// persistenceValues is controlPlane.statefulSet.persistence.
+type persistenceValues struct {
+	VolumeClaim volumeClaimValues `json:"volumeClaim"`
+}
+
+// volumeClaimValues is controlPlane.statefulSet.persistence.volumeClaim.
+type volumeClaimValues struct {
+	Enabled      bool   `json:"enabled"`
+	Size         string `json:"size,omitempty"`
+	StorageClass string `json:"storageClass,omitempty"`
+}
+
+// proxyValues is controlPlane.proxy.
+type proxyValues struct {
+	ExtraSANs []string `json:"extraSANs,omitempty"`
+}
+
+// exportKubeConfigValues is exportKubeConfig.
+type exportKubeConfigValues struct {
+	Context string `json:"context,omitempty"`
+	Server  string `json:"server"`
+}
+
+// syncValues is sync.
+type syncValues struct {
+	ToHost   toHostValues   `json:"toHost"`
+	FromHost fromHostValues `json:"fromHost"`
+}
+
+// toHostValues is sync.toHost.
+type toHostValues struct {
+	Pods podSyncValues `json:"pods"`
+}
+
+// podSyncValues is sync.toHost.pods.
+type podSyncValues struct {
+	// EnforceTolerations are "key=value:Effect" strings added to every synced pod.
+	EnforceTolerations []string `json:"enforceTolerations"`
+}
+
+// fromHostValues is sync.fromHost.
+type fromHostValues struct {
+	Nodes nodeSyncValues `json:"nodes"`
+}
+
+// nodeSyncValues is sync.fromHost.nodes. With selector labels, vCluster shows only the
+// matching host nodes and adds the labels as node selector to every synced pod.
+type nodeSyncValues struct {
+	Enabled  bool               `json:"enabled"`
+	Selector nodeSelectorValues `json:"selector"`
+}
+
+// nodeSelectorValues is sync.fromHost.nodes.selector.
+type nodeSelectorValues struct {
+	Labels map[string]string `json:"labels"`
+}
+
+// policiesValues is policies: gpuvc creates quota, limits and network policy on the host
+// itself, so the chart's own copies stay off.
+type policiesValues struct {
+	ResourceQuota toggleValues `json:"resourceQuota"`
+	LimitRange    toggleValues `json:"limitRange"`
+	NetworkPolicy toggleValues `json:"networkPolicy"`
+}
+
+// toggleValues is an object with only an enabled flag.
+type toggleValues struct {
+	Enabled bool `json:"enabled"`
+}
+
+// experimentalValues is experimental.
+type experimentalValues struct {
+	SyncSettings syncSettingsValues `json:"syncSettings"`
+}
+
+// syncSettingsValues is experimental.syncSettings.
+type syncSettingsValues struct {
+	SetOwner bool `json:"setOwner"`
+}
+
+// telemetryValues is telemetry.
+type telemetryValues struct {
+	Enabled bool `json:"enabled"`
+}
