@@ -1,0 +1,52 @@
+package syncer
+
+// The chains, in order. Checks come first and refuse; mutations then bring the
+// pod in line. Security first (cheapest to explain), then placement, devices
+// and shares.
+
+var securityChecks = []Check{checkPrivileged, checkHostPath, checkHostNamespaces, checkGPUEnv, checkReservedConfigMaps}
+
+// workloadCreate admits a tenant pod (everything vCluster syncs, and any pod not
+// proven to be the control plane).
+var workloadCreate = Chain{
+	Checks: concat(securityChecks, []Check{
+		checkNodeName, checkNodeAffinity,
+		checkGPUResources, checkMIGProfiles, checkGPUCount, checkShare,
+	}),
+	Mutations: []Mutation{
+		mutateReservedMetadata, mutatePoolFence,
+		mutateSchedulerName, mutatePriorityClass, mutateRuntimeClass, mutateQueue,
+		mutateWholeGPUAsMIG, mutateMIGProfiles, mutateShare,
+	},
+}
+
+// controlPlaneCreate admits the team's vCluster pod: no GPUs, system pool. Its
+// scheduler and priority come from the platform's StatefulSet and are kept.
+var controlPlaneCreate = Chain{
+	Checks:    concat(securityChecks, []Check{checkNodeName, checkNodeAffinity, checkControlPlaneGPU}),
+	Mutations: []Mutation{mutateReservedMetadata, mutatePoolFence},
+}
+
+// podUpdate keeps what gpuvc owns through updates.
+var podUpdate = Chain{
+	Checks: []Check{checkNodeAffinity},
+	Mutations: []Mutation{
+		mutateRestoreReserved, mutateRestoreGate, mutateRestorePoolSelector,
+		mutateUpdateTolerations, mutateRestoreQueue,
+	},
+}
+
+// ephemeralUpdate judges containers added through pods/ephemeralcontainers
+// (kubectl debug): they run next to the pod's GPUs.
+var ephemeralUpdate = Chain{Checks: []Check{checkPrivileged, checkGPUEnv, checkReservedConfigMaps}}
+
+func createChain(role string) Chain {
+	if role == RoleControlPlane {
+		return controlPlaneCreate
+	}
+	return workloadCreate
+}
+
+func concat(a, b []Check) []Check {
+	return append(append([]Check{}, a...), b...)
+}

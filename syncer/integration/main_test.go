@@ -1,0 +1,275 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/syncer/migmap"
+	"github.com/gpuvc/gpuvc/syncer/servingcert"
+)
+
+// Identities requests come from. Tenant pods arrive as vCluster's host service
+// account would send them; the share controller is gpuvc's own.
+const (
+	shareController = "system:serviceaccount:gpuvc-system:gpuvc-manager"
+	webhookName     = "gpuvc-syncer"
+	evilPath        = "/test/evil"
+)
+
+// env is what TestMain set up for the tests.
+var env struct {
+	cp      *localcp.ControlPlane
+	metrics *syncer.Metrics
+	// share acts as the share controller (a TrustedUser of the webhook).
+	share kubernetes.Interface
+	// sources create tenant pods per team.
+	sources map[string]podSource
+	baseURL string
+	ca      []byte
+}
+
+// teams are the team namespaces the tests use, with their policies.
+var teams = map[string]syncer.TeamPolicy{
+	"fraud": {
+		PoolGPUProduct: nodepool.ProductA100_80GB, PoolGPUMemoryMiB: 81920,
+		MaxGPUsPerPod: 4, AllowedMIGProfiles: []string{"1g.10gb", "2g.20gb"},
+		FractionsEnabled: true, VClusterName: "fraud",
+	},
+	"ml": {
+		PoolGPUProduct: nodepool.ProductA100_80GB, MaxGPUsPerPod: 2,
+		AllowedMIGProfiles: []string{"1g.10gb"}, WholeGPUAs: "1g.10gb", VClusterName: "ml",
+	},
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	// The webhook server logs through controller-runtime; tests read events.
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	cp, err := localcp.Start(ctx, localcp.Options{Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
+		return 1
+	}
+	env.cp = cp
+	stopWebhook, err := setUp(ctx, cp)
+	code := 1
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "setting up the webhook:", err)
+	} else {
+		code = m.Run()
+	}
+	if stopWebhook != nil {
+		stopWebhook()
+	}
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
+		code = 1
+	}
+	return code
+}
+
+// setUp starts the webhook server on a loopback port, registers it with the API
+// server and creates the team namespaces.
+func setUp(ctx context.Context, cp *localcp.ControlPlane) (stop func(), err error) {
+	reader, err := client.New(cp.Config, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if env.metrics, err = syncer.NewMetrics(metrics.Registry); err != nil {
+		return nil, err
+	}
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cp.Client.EventsV1()})
+	srvCtx, cancel := context.WithCancel(context.Background())
+	stop = func() { cancel(); broadcaster.Shutdown() }
+	if err := broadcaster.StartRecordingToSinkWithContext(srvCtx); err != nil {
+		return stop, err
+	}
+	wh, err := syncer.New(syncer.Options{
+		Policies:     &syncer.NamespacePolicies{Reader: reader, Teams: teams},
+		Nodes:        syncer.ClientNodePools{Reader: reader},
+		MIG:          migmap.Catalog{},
+		Recorder:     broadcaster.NewRecorder(clientgoscheme.Scheme, "gpuvc-syncer"),
+		Metrics:      env.metrics,
+		TrustedUsers: []string{shareController},
+	})
+	if err != nil {
+		return stop, err
+	}
+
+	bundle, err := servingcert.Generate([]net.IP{net.ParseIP("127.0.0.1")}, nil, 24*time.Hour)
+	if err != nil {
+		return stop, err
+	}
+	certDir := filepath.Join(cp.Dir, "webhook-certs")
+	if err := bundle.WriteFiles(certDir); err != nil {
+		return stop, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return stop, err
+	}
+	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir})
+	wh.Register(srv)
+	srv.Register(evilPath, &webhook.Admission{Handler: evilHandler{}})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Start(srvCtx) }()
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-serveErr:
+			return false, fmt.Errorf("webhook server stopped: %w", err)
+		default:
+		}
+		return srv.StartedChecker()(nil) == nil, nil
+	}); err != nil {
+		return stop, err
+	}
+	env.baseURL, env.ca = fmt.Sprintf("https://127.0.0.1:%d", port), bundle.CA
+
+	mutating, validating := syncer.Configurations(syncer.ConfigOptions{Name: webhookName, URL: env.baseURL, CABundle: bundle.CA})
+	if _, err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, validating, metav1.CreateOptions{}); err != nil {
+		return stop, err
+	}
+	if _, err := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mutating, metav1.CreateOptions{}); err != nil {
+		return stop, err
+	}
+	if err := createNamespaces(ctx, cp); err != nil {
+		return stop, err
+	}
+	if env.share, err = impersonate(cp.Config, shareController); err != nil {
+		return stop, err
+	}
+	env.sources = map[string]podSource{}
+	for team := range teams {
+		c, err := impersonate(cp.Config, vclusterUser(team))
+		if err != nil {
+			return stop, err
+		}
+		env.sources[team] = &directSource{client: c, hostNamespace: "team-" + team, vcluster: team}
+	}
+	return stop, waitForWebhook(ctx, cp)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// vclusterUser is the host identity of a team's vCluster syncer.
+func vclusterUser(team string) string {
+	return "system:serviceaccount:team-" + team + ":vc-" + team
+}
+
+func impersonate(cfg *rest.Config, user string) (kubernetes.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+	return kubernetes.NewForConfig(c)
+}
+
+// createNamespaces creates the team namespaces, a plain one, and RBAC: each
+// vCluster may manage pods in its own namespace, the share controller
+// everywhere.
+func createNamespaces(ctx context.Context, cp *localcp.ControlPlane) error {
+	c := cp.Client
+	podRules := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "pods/ephemeralcontainers", "configmaps"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
+	}
+	for team := range teams {
+		ns := "team-" + team
+		if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(ns, map[string]string{
+			syncer.LabelTeam: team, syncer.LabelPool: "a100",
+		}), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		if _, err := c.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: "vcluster"}, Rules: podRules,
+		}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		if _, err := c.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "vcluster"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "vcluster"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "vc-" + team, Namespace: ns}},
+		}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace("plain", nil), metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := c.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpuvc-share-controller"}, Rules: podRules,
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpuvc-share-controller"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "gpuvc-share-controller"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: shareController}},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	for _, ns := range []string{"team-fraud", "team-ml", "plain"} {
+		if err := cp.WaitForServiceAccount(ctx, ns, "default"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitForWebhook polls with dry-run creates until the API server calls both
+// webhooks (it learns about configurations asynchronously).
+func waitForWebhook(ctx context.Context, cp *localcp.ControlPlane) error {
+	mutated, validated := env.metrics.Requests.WithLabelValues("fraud", "mutate", "create", "patched"), env.metrics.Requests.WithLabelValues("fraud", "validate", "create", "allowed")
+	probe := testobj.Pod("probe", "team-fraud").Obj()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := cp.Client.CoreV1().Pods("team-fraud").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		return got.Labels[syncer.LabelTeam] == "fraud" && counter(mutated) > 0 && counter(validated) > 0, nil
+	})
+	if err != nil {
+		return errors.Join(fmt.Errorf("the API server never called the webhook: %w", err), last)
+	}
+	return nil
+}

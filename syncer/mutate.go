@@ -1,0 +1,90 @@
+package syncer
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// mutator applies the chain's mutations as a JSON patch.
+type mutator struct{ w *Webhook }
+
+func (h mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	op := req.Operation
+	if req.SubResource != "" || (op != admissionv1.Create && op != admissionv1.Update) {
+		return admission.Allowed("")
+	}
+	in, resp := h.w.input(ctx, req)
+	if resp != nil {
+		return *resp
+	}
+	var r Result
+	if op == admissionv1.Create {
+		r = createChain(in.Role).Run(in)
+	} else {
+		r = podUpdate.Run(in)
+	}
+	opName := strings.ToLower(string(op))
+	if r.Denied() {
+		h.w.emit(req, in.Pod, "Refuse", denialNotes(r))
+		h.w.opts.Metrics.observe(teamOf(in), "mutate", opName, "denied", start, r)
+		return admission.Denied(r.Message())
+	}
+	if op == admissionv1.Create {
+		// The pod has no UID yet: the validating webhook turns these into events.
+		recordDecisions(in.Pod, r.Notes)
+	} else {
+		h.w.emit(req, in.Old, "Restore", r.Notes)
+	}
+	patch, err := podPatch(req.Object.Raw, in.Pod)
+	if err != nil {
+		h.w.opts.Metrics.observe(teamOf(in), "mutate", opName, "error", start, r)
+		return admission.Errored(500, err)
+	}
+	result := "allowed"
+	if len(patch) > 0 {
+		result = "patched"
+	}
+	h.w.opts.Metrics.observe(teamOf(in), "mutate", opName, result, start, r)
+	return admission.Patched("", patch...)
+}
+
+// recordDecisions adds the notes worth an event to the decisions annotation. A
+// reinvoked webhook finds its earlier notes there and keeps them.
+func recordDecisions(pod *corev1.Pod, notes []Note) {
+	all := decisions(pod)
+	for _, n := range notes {
+		if n.Type != "" && !slices.Contains(all, n) {
+			all = append(all, n)
+		}
+	}
+	if len(all) == 0 {
+		return
+	}
+	b, err := json.Marshal(all)
+	if err != nil {
+		return
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[AnnotationDecisions] = string(b)
+}
+
+// decisions reads the decisions annotation; anything unreadable counts as none.
+func decisions(pod *corev1.Pod) []Note {
+	var notes []Note
+	if s, ok := pod.Annotations[AnnotationDecisions]; ok {
+		if err := json.Unmarshal([]byte(s), &notes); err != nil {
+			return nil
+		}
+	}
+	return notes
+}

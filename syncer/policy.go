@@ -1,0 +1,83 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"slices"
+)
+
+// TeamPolicy is everything the webhook needs to know about one team. It does not
+// depend on the Team API: the manager fills it from a Team, tests write it down.
+type TeamPolicy struct {
+	Team      string // e.g. "fraud"
+	Namespace string // the team's host namespace, e.g. "team-fraud"
+
+	// Pool is the node pool the team's pods are pinned to (nodes labelled and
+	// tainted gpuvc.dev/pool=<Pool>).
+	Pool string
+	// PoolGPUProduct is the GPU Feature Discovery product of the pool's GPUs
+	// (e.g. NVIDIA-A100-SXM4-80GB); MIG requests are mapped onto its profiles.
+	PoolGPUProduct string
+	// PoolGPUMemoryMiB bounds gpu-memory requests; 0 means unknown (no bound).
+	PoolGPUMemoryMiB int64
+	// SystemPool hosts the team's vCluster control plane; "" means "system".
+	SystemPool string
+
+	// MaxGPUsPerPod bounds the GPU devices (whole GPUs plus MIG instances) one
+	// pod may request. 0 means the team may not request GPUs at all.
+	MaxGPUsPerPod int64
+	// AllowedMIGProfiles are the profiles the team may use, e.g. "1g.10gb"; they
+	// should be profiles the pool's nodes advertise. Requests for a profile of
+	// another GPU model are mapped to the smallest of these that fits.
+	AllowedMIGProfiles []string
+	// WholeGPUAs maps plain nvidia.com/gpu requests to a MIG profile ("" keeps
+	// whole GPUs).
+	WholeGPUAs string
+	// FractionsEnabled lets pods use the gpu-fraction / gpu-memory annotations.
+	FractionsEnabled bool
+
+	// SchedulerName every workload pod gets ("" = default-scheduler).
+	SchedulerName string
+	// Queue is the KAI queue label every workload pod gets ("" = none: a
+	// tenant's kai.scheduler/queue label is removed).
+	Queue string
+	// AllowedPriorityClasses may stay on workload pods; others are removed.
+	// Include the cluster's globalDefault class if there is one.
+	AllowedPriorityClasses []string
+	// AllowedRuntimeClasses may stay on workload pods; others are removed.
+	AllowedRuntimeClasses []string
+
+	// VClusterName is the name of the StatefulSet running the team's vCluster
+	// control plane; its pods are pinned to SystemPool. "" exempts no pod.
+	VClusterName string
+}
+
+// systemPool returns the pool control-plane pods go to.
+func (p *TeamPolicy) systemPool() string {
+	if p.SystemPool != "" {
+		return p.SystemPool
+	}
+	return DefaultSystemPool
+}
+
+func (p *TeamPolicy) schedulerName() string {
+	if p.SchedulerName != "" {
+		return p.SchedulerName
+	}
+	return DefaultSchedulerName
+}
+
+func (p *TeamPolicy) migAllowed(profile string) bool {
+	return slices.Contains(p.AllowedMIGProfiles, profile) || (p.WholeGPUAs != "" && p.WholeGPUAs == profile)
+}
+
+// ErrNotTeamNamespace is returned by a PolicySource for namespaces gpuvc does not
+// manage; pods there are left alone.
+var ErrNotTeamNamespace = errors.New("not a team namespace")
+
+// PolicySource finds the policy of the team owning a host namespace.
+type PolicySource interface {
+	// TeamPolicy returns the namespace's policy, ErrNotTeamNamespace, or another
+	// error (the request is then refused: failing closed).
+	TeamPolicy(ctx context.Context, namespace string) (*TeamPolicy, error)
+}

@@ -1,0 +1,106 @@
+package syncer
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Security checks: things a tenant pod could use to reach the node, and thereby
+// every GPU and every other team's pods on it. Pod Security Admission is a second
+// layer; these hold even if a namespace's PSA labels are wrong.
+
+func checkPrivileged(in *Input) (string, string, bool) {
+	for _, c := range allContainers(in.Pod) {
+		if c.sc != nil && c.sc.Privileged != nil && *c.sc.Privileged {
+			return ReasonPrivileged, fmt.Sprintf(
+				"%s.securityContext.privileged=true is not allowed in team namespaces (limit: unprivileged containers only): a privileged container sees every GPU of the node; remove it and request GPUs through resources or a gpu-fraction annotation",
+				c.path), true
+		}
+	}
+	return "", "", false
+}
+
+func checkHostPath(in *Input) (string, string, bool) {
+	for i, v := range in.Pod.Spec.Volumes {
+		if v.HostPath != nil {
+			return ReasonHostPath, fmt.Sprintf(
+				"spec.volumes[%d] (%q) mounts hostPath %q, which is not allowed in team namespaces (limit: no hostPath volumes); use an emptyDir, a ConfigMap or a PersistentVolumeClaim",
+				i, v.Name, v.HostPath.Path), true
+		}
+	}
+	return "", "", false
+}
+
+func checkHostNamespaces(in *Input) (string, string, bool) {
+	s := in.Pod.Spec
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{{"spec.hostNetwork", s.HostNetwork}, {"spec.hostPID", s.HostPID}, {"spec.hostIPC", s.HostIPC}} {
+		if f.set {
+			return ReasonHostNamespace, fmt.Sprintf(
+				"%s=true is not allowed in team namespaces (limit: pods use their own network, PID and IPC namespaces); remove it, and expose ports through a Service",
+				f.field), true
+		}
+	}
+	return "", "", false
+}
+
+// gpuDeviceEnv are variables the NVIDIA container runtime reads to decide which
+// devices to expose; set by a tenant they bypass the device plugin.
+var gpuDeviceEnv = []string{"NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES"}
+
+func checkGPUEnv(in *Input) (string, string, bool) {
+	for _, c := range allContainers(in.Pod) {
+		for _, e := range c.env {
+			for _, name := range gpuDeviceEnv {
+				if e.Name == name {
+					return ReasonGPUEnv, fmt.Sprintf(
+						"%s.env[%s]=%q is not allowed (limit: GPUs come only from requests): the NVIDIA runtime would expose GPUs the pod was not given; remove it and request nvidia.com/gpu, a MIG profile or a gpu-fraction annotation",
+						c.path, e.Name, e.Value), true
+				}
+			}
+		}
+	}
+	return "", "", false
+}
+
+// checkReservedConfigMaps refuses references to share ConfigMaps (they carry a GPU
+// assignment), except a share pod's reference to its own.
+func checkReservedConfigMaps(in *Input) (string, string, bool) {
+	own := ""
+	if hasShareAnnotations(in.Pod) && in.Pod.Name != "" {
+		own = shareConfigMapName(in.Pod.Name)
+	}
+	deny := func(field, name string) (string, string, bool) {
+		return ReasonReservedConfigMap, fmt.Sprintf(
+			"%s=%s refers to a ConfigMap named %s*, a prefix reserved for gpuvc's GPU share assignments (limit: a pod reads only its own share); rename your ConfigMap",
+			field, name, ShareConfigMapPrefix), true
+	}
+	reserved := func(name string) bool { return strings.HasPrefix(name, ShareConfigMapPrefix) }
+	for _, c := range allContainers(in.Pod) {
+		for i, e := range c.env {
+			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil && reserved(e.ValueFrom.ConfigMapKeyRef.Name) {
+				return deny(fmt.Sprintf("%s.env[%d].valueFrom.configMapKeyRef.name", c.path, i), e.ValueFrom.ConfigMapKeyRef.Name)
+			}
+		}
+		for i, e := range c.envFrom {
+			if e.ConfigMapRef != nil && reserved(e.ConfigMapRef.Name) && e.ConfigMapRef.Name != own {
+				return deny(fmt.Sprintf("%s.envFrom[%d].configMapRef.name", c.path, i), e.ConfigMapRef.Name)
+			}
+		}
+	}
+	for i, v := range in.Pod.Spec.Volumes {
+		if v.ConfigMap != nil && reserved(v.ConfigMap.Name) {
+			return deny(fmt.Sprintf("spec.volumes[%d].configMap.name", i), v.ConfigMap.Name)
+		}
+		if v.Projected != nil {
+			for j, s := range v.Projected.Sources {
+				if s.ConfigMap != nil && reserved(s.ConfigMap.Name) {
+					return deny(fmt.Sprintf("spec.volumes[%d].projected.sources[%d].configMap.name", i, j), s.ConfigMap.Name)
+				}
+			}
+		}
+	}
+	return "", "", false
+}
