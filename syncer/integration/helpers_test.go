@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -59,6 +60,9 @@ func waitForPod(ctx context.Context, t *testing.T, ns, name string, cond func(*c
 	var pod *corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := env.cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil // a controller has yet to create it
+		}
 		if err != nil {
 			return false, err
 		}
@@ -66,7 +70,11 @@ func waitForPod(ctx context.Context, t *testing.T, ns, name string, cond func(*c
 		return cond(p), nil
 	})
 	if err != nil {
-		t.Fatalf("pod %s/%s never reached the expected state: %v; last status: %+v", ns, name, err, pod.Status)
+		status := "pod never seen"
+		if pod != nil {
+			status = fmt.Sprintf("%+v", pod.Status)
+		}
+		t.Fatalf("pod %s/%s never reached the expected state: %v; last status: %s", ns, name, err, status)
 	}
 	return pod
 }
@@ -184,4 +192,15 @@ func (evilHandler) Handle(_ context.Context, req admission.Request) admission.Re
 		return admission.Errored(500, err)
 	}
 	return admission.PatchResponseFromRaw(req.Object.Raw, b)
+}
+
+// waitUntil polls cond with a deadline.
+func waitUntil(ctx context.Context, t *testing.T, what string, cond func(context.Context) bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return cond(ctx), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting until %s: %v", what, err)
+	}
 }
