@@ -9,7 +9,6 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -131,8 +130,10 @@ func (w *Webhook) resolveNodes(ctx context.Context, in *Input) (map[string]strin
 }
 
 // emit records events on pod, unless the request is a dry run.
-func (w *Webhook) emit(req admission.Request, pod runtime.Object, action string, notes []Note) {
-	if w.opts.Recorder == nil || (req.DryRun != nil && *req.DryRun) {
+func (w *Webhook) emit(req admission.Request, pod *corev1.Pod, action string, notes []Note) {
+	// A pod without a name (generateName, refused on CREATE) has nothing an
+	// event could point to.
+	if w.opts.Recorder == nil || (req.DryRun != nil && *req.DryRun) || pod.Name == "" {
 		return
 	}
 	for _, n := range notes {

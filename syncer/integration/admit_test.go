@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -131,14 +132,15 @@ func TestShareControllerContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := pod.Namespace
+	ns, cm := pod.Namespace, pod.Annotations[syncer.AnnotationShareConfigMap]
 	_, err = env.share.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Annotations[syncer.AnnotationShareConfigMap]},
+		ObjectMeta: metav1.ObjectMeta{Name: cm},
 		Data:       map[string]string{"NVIDIA_VISIBLE_DEVICES": "GPU-00000000-0000-0000-0000-000000000000", "GPU_PORTION": "0.25"},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = env.cp.Client.CoreV1().ConfigMaps(ns).Delete(context.Background(), cm, metav1.DeleteOptions{}) })
 	pinned := pod.DeepCopy()
 	pinned.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"a100-0"}}}}},
@@ -174,4 +176,16 @@ func TestNonTeamNamespaceUntouched(t *testing.T) {
 	if got := waitForPod(ctx, t, "plain", pod.Name, running); got.Spec.NodeName != "h100-0" {
 		t.Errorf("ran on %s, want h100-0", got.Spec.NodeName)
 	}
+}
+
+// The API server names generateName pods only after mutating admission, so the
+// webhook cannot name their share ConfigMap: such pods are refused with a reason
+// (vCluster always sends a name).
+func TestFractionNeedsAName(t *testing.T) {
+	requireHost(t)
+	ctx := testContext(t)
+	p := testobj.Pod("", "team-fraud").GPUFraction("0.5").Obj()
+	p.GenerateName = "gen-"
+	_, err := env.sources["fraud"].Client().CoreV1().Pods("team-fraud").Create(ctx, p, metav1.CreateOptions{})
+	refusedBy(t, err, mutatingWebhook, "gpuvc: "+syncer.ReasonShareNeedsName, "set a name")
 }

@@ -114,8 +114,10 @@ func setUp(ctx context.Context, cp *localcp.ControlPlane) (stop func(), err erro
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cp.Client.EventsV1()})
 	srvCtx, cancel := context.WithCancel(context.Background())
-	stop = func() { cancel(); broadcaster.Shutdown() }
-	if err := broadcaster.StartRecordingToSinkWithContext(srvCtx); err != nil {
+	sinkCtx, cancelSink := context.WithCancel(context.Background())
+	// Stop serving first, then let the broadcaster flush what it queued.
+	stop = func() { cancel(); broadcaster.Shutdown(); cancelSink() }
+	if err := broadcaster.StartRecordingToSinkWithContext(sinkCtx); err != nil {
 		return stop, err
 	}
 	wh, err := syncer.New(syncer.Options{
