@@ -31,7 +31,6 @@ const (
 // cluster. It is safe for concurrent use; operations on the same release are
 // serialised by Helm's pending status (see Apply).
 type Client struct {
-	config     *rest.Config
 	kube       kubernetes.Interface
 	getter     func(namespace string) *restGetter
 	charts     chartCache
@@ -72,8 +71,7 @@ func New(config *rest.Config, opts ...Option) (*Client, error) {
 	cached := memory.NewMemCacheClient(dc)
 	mapper := newRESTMapper(cached)
 	c := &Client{
-		config: config,
-		kube:   kube,
+		kube: kube,
 		getter: func(namespace string) *restGetter {
 			return &restGetter{config: config, namespace: namespace, discovery: cached, mapper: mapper}
 		},

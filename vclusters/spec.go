@@ -60,7 +60,8 @@ type Persistence struct {
 	// and for throwaway clusters. False: a StatefulSet with a PersistentVolumeClaim
 	// per replica.
 	Ephemeral bool
-	// Size of the claim, e.g. "10Gi". Empty: the chart's default.
+	// Size of the claim, e.g. "10Gi". Empty: the chart's default (5Gi). Size and
+	// StorageClass are ignored when Ephemeral.
 	Size string
 	// StorageClass of the claim. Empty: the cluster's default class.
 	StorageClass string
