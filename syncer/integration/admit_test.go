@@ -140,7 +140,9 @@ func TestShareControllerContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.cp.Client.CoreV1().ConfigMaps(ns).Delete(context.Background(), cm, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.cp.Client.CoreV1().ConfigMaps(ns).Delete(context.Background(), cm, metav1.DeleteOptions{})
+	})
 	pinned := pod.DeepCopy()
 	pinned.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"a100-0"}}}}},
