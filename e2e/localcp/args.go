@@ -107,6 +107,9 @@ func kwokArgs(cp *ControlPlane, stages string, port int) []string {
 		"--config=" + stages,
 		// Only the fake nodes: a real kubelet joining later keeps its own node.
 		"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
+		// Heartbeats through node leases, as kubelets do; without leases the node
+		// lifecycle controller marks every fake node's pods NotReady after ~40 s.
+		"--node-lease-duration-seconds=40",
 		"--cidr=10.250.0.0/16",
 		"--node-ip=127.0.0.1",
 		fmt.Sprintf("--server-address=127.0.0.1:%d", port),

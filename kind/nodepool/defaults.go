@@ -27,9 +27,9 @@ func Default() []Pool {
 }
 
 func cpuNode(name string) Node {
-	return Node{Name: name, CPU: "32", Memory: "128Gi", Pods: 110}
+	return Node{Name: name, CPU: "32", Memory: "128Gi", EphemeralStorage: "500Gi", Pods: 110}
 }
 
 func gpuNode(name string, g *GPUs) Node {
-	return Node{Name: name, CPU: "128", Memory: "1Ti", Pods: 110, GPU: g}
+	return Node{Name: name, CPU: "128", Memory: "1Ti", EphemeralStorage: "2Ti", Pods: 110, GPU: g}
 }

@@ -35,8 +35,11 @@ type Node struct {
 	Name   string
 	CPU    string // e.g. "64"
 	Memory string // e.g. "512Gi"
-	Pods   int
-	GPU    *GPUs // nil for a CPU-only node
+	// EphemeralStorage is the node's local disk for pods, e.g. "500Gi"; pods that
+	// request ephemeral-storage (vCluster's control plane does) need it.
+	EphemeralStorage string
+	Pods             int
+	GPU              *GPUs // nil for a CPU-only node
 }
 
 // GPUs describe a node's GPUs the way the device plugin (mixed MIG strategy) and GPU
@@ -92,6 +95,9 @@ type Taint struct{ Key, Value, Effect string }
 // Capacity returns the node's resource capacity (quantities as strings).
 func (n Node) Capacity() map[string]string {
 	c := map[string]string{"cpu": n.CPU, "memory": n.Memory, "pods": strconv.Itoa(n.Pods)}
+	if n.EphemeralStorage != "" {
+		c["ephemeral-storage"] = n.EphemeralStorage
+	}
 	if n.GPU == nil {
 		return c
 	}

@@ -1,0 +1,38 @@
+package team
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+)
+
+// ownerRef makes the Team the controller of a host object: the object's changes
+// wake the Team's reconciler, and garbage collection removes it with the Team.
+func ownerRef(t *gpuvcv1.Team) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(gpuvcv1.GroupVersion.String()).
+		WithKind("Team").
+		WithName(t.Name).
+		WithUID(t.UID).
+		WithController(true)
+}
+
+// apply writes the desired state with server-side apply, taking over fields someone
+// else changed: that is how drift is repaired.
+func (r *Reconciler) apply(ctx context.Context, obj runtime.ApplyConfiguration) error {
+	return r.client.Apply(ctx, obj, client.FieldOwner(FieldOwner), client.ForceOwnership)
+}
+
+// deleteIfExists removes an object the Team no longer asks for.
+func (r *Reconciler) deleteIfExists(ctx context.Context, obj client.Object) error {
+	err := r.client.Delete(ctx, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,90 @@
+package team_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/e2e/testobj"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/team"
+)
+
+func hardGPUs(q *corev1.ResourceQuota) int64 {
+	v := q.Spec.Hard["requests.nvidia.com/gpu"]
+	return v.Value()
+}
+
+func TestQuotaChangeRollsOut(t *testing.T) {
+	ctx := integration(t)
+	createTeam(ctx, t, testobj.Team("grow", "a100").GPUs(2).Obj())
+	quota := &corev1.ResourceQuota{}
+	get(ctx, t, inNS("team-grow", team.QuotaName), quota, nil)
+	require.Equal(t, int64(2), hardGPUs(quota))
+
+	tm := &gpuvcv1.Team{}
+	require.NoError(t, c.Get(ctx, ns("grow"), tm))
+	orig := tm.DeepCopy()
+	six := int32(6)
+	tm.Spec.Quota.GPUs = &six
+	require.NoError(t, c.Patch(ctx, tm, client.MergeFrom(orig)))
+	get(ctx, t, inNS("team-grow", team.QuotaName), quota, func() (bool, string) {
+		return hardGPUs(quota) == 6, "quota still " + quota.Spec.Hard.Name("requests.nvidia.com/gpu", resource.DecimalSI).String()
+	})
+	get(ctx, t, ns("grow"), tm, func() (bool, string) {
+		return tm.Status.ObservedGeneration == tm.Generation, "status not caught up with the new generation"
+	})
+}
+
+func TestHandEditsAndDeletionsAreRepaired(t *testing.T) {
+	ctx := integration(t)
+	createTeam(ctx, t, testobj.Team("drift", "a100").GPUs(2).Obj())
+	quota := &corev1.ResourceQuota{}
+	get(ctx, t, inNS("team-drift", team.QuotaName), quota, nil)
+
+	// Someone raises the quota by hand: the manager puts its value back.
+	orig := quota.DeepCopy()
+	quota.Spec.Hard["requests.nvidia.com/gpu"] = resource.MustParse("64")
+	require.NoError(t, c.Patch(ctx, quota, client.MergeFrom(orig)))
+	get(ctx, t, inNS("team-drift", team.QuotaName), quota, func() (bool, string) {
+		return hardGPUs(quota) == 2, "quota left at " + quota.Spec.Hard.Name("requests.nvidia.com/gpu", resource.DecimalSI).String()
+	})
+
+	// Someone deletes the quota and the default-deny policy: both come back.
+	uid := quota.UID
+	require.NoError(t, c.Delete(ctx, quota))
+	policy := &networkingv1.NetworkPolicy{}
+	get(ctx, t, inNS("team-drift", team.NetworkPolicyName), policy, nil)
+	require.NoError(t, c.Delete(ctx, policy))
+	get(ctx, t, inNS("team-drift", team.QuotaName), quota, func() (bool, string) {
+		return quota.UID != uid, "the deleted quota was not recreated"
+	})
+	get(ctx, t, inNS("team-drift", team.NetworkPolicyName), &networkingv1.NetworkPolicy{}, nil)
+}
+
+func TestDeleteRemovesEverything(t *testing.T) {
+	ctx := integration(t)
+	tm := testobj.Team("gone", "a100").GPUs(1).MaxGPUsPerPod(1).Member("User", "ana").Obj()
+	createTeam(ctx, t, tm)
+	get(ctx, t, inNS("team-gone", "gone"), &appsv1.Deployment{}, nil)
+	exportKubeconfig(ctx, t, "gone")
+	got := &gpuvcv1.Team{}
+	get(ctx, t, ns("gone"), got, func() (bool, string) { return conditionTrue(got, gpuvcv1.ConditionReady) })
+
+	require.NoError(t, c.Delete(ctx, tm))
+	gone(ctx, t, ns("gone"), &gpuvcv1.Team{})
+	gone(ctx, t, ns("team-gone"), &corev1.Namespace{})
+	// Helm's release records live in the namespace; the release is gone with it.
+	secrets := &corev1.SecretList{}
+	require.NoError(t, c.List(ctx, secrets, client.MatchingLabels{"owner": "helm", "name": "gone"}))
+	require.Empty(t, secrets.Items)
+
+	// Deleting again is harmless: the Team is already gone.
+	require.True(t, client.IgnoreNotFound(c.Delete(context.Background(), tm)) == nil)
+}

@@ -1,0 +1,33 @@
+package team
+
+import (
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+)
+
+// Names of the host objects the manager owns in a team namespace.
+const (
+	QuotaName              = "gpuvc-quota"
+	LimitRangeName         = "gpuvc-limits"
+	NetworkPolicyName      = "gpuvc-default-deny"
+	ControlPlanePolicyName = "gpuvc-allow-vcluster"
+	MemberRoleName         = "gpuvc-team-member"
+	KubeconfigSecretName   = "gpuvc-kubeconfig"
+	KubeconfigSecretKey    = "config"
+
+	// FieldOwner is the server-side apply field manager of everything the manager writes.
+	FieldOwner = "gpuvc-manager"
+	// LabelManagedBy marks host objects the manager created.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	managedBy      = "gpuvc"
+)
+
+// ReleaseName is the vCluster Helm release of a team: the team's name, which keeps
+// host pod names (<pod>-x-<namespace>-x-<release>) short.
+func ReleaseName(t *gpuvcv1.Team) string { return t.Name }
+
+func teamLabels(t *gpuvcv1.Team) map[string]string {
+	return map[string]string{
+		gpuvcv1.LabelTeam: t.Name,
+		LabelManagedBy:    managedBy,
+	}
+}

@@ -1,0 +1,86 @@
+package team
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+)
+
+// Ports of the vCluster control plane: it serves the team's API on 8443 and talks to
+// the host API server on 443 or 6443.
+const (
+	vclusterAPIPort = 8443
+)
+
+var hostAPIPorts = []int32{443, 6443}
+
+func defaultDeny(t *gpuvcv1.Team) bool {
+	n := t.Spec.Network
+	return n == nil || n.DefaultDeny == nil || *n.DefaultDeny
+}
+
+// desiredNetworkPolicy denies traffic from and to other namespaces by default and
+// allows what a team needs: its own pods, cluster DNS, the team's requested egress
+// CIDRs, and for the vCluster control plane its API port (the team's kubectl) and the
+// host API server (vCluster's syncer). Nil when the Team turns default deny off.
+func desiredNetworkPolicy(t *gpuvcv1.Team) *networkingv1ac.NetworkPolicyApplyConfiguration {
+	if !defaultDeny(t) {
+		return nil
+	}
+	sameNamespace := networkingv1ac.NetworkPolicyPeer().WithPodSelector(metav1ac.LabelSelector())
+	dns := networkingv1ac.NetworkPolicyEgressRule().
+		WithTo(networkingv1ac.NetworkPolicyPeer().
+			WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"kubernetes.io/metadata.name": "kube-system"})).
+			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"k8s-app": "kube-dns"}))).
+		WithPorts(port(corev1.ProtocolUDP, 53), port(corev1.ProtocolTCP, 53))
+	egress := []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration{
+		networkingv1ac.NetworkPolicyEgressRule().WithTo(sameNamespace),
+		dns,
+	}
+	if n := t.Spec.Network; n != nil && len(n.AllowedEgressCIDRs) > 0 {
+		rule := networkingv1ac.NetworkPolicyEgressRule()
+		for _, cidr := range n.AllowedEgressCIDRs {
+			rule.WithTo(networkingv1ac.NetworkPolicyPeer().WithIPBlock(networkingv1ac.IPBlock().WithCIDR(cidr)))
+		}
+		egress = append(egress, rule)
+	}
+	return networkingv1ac.NetworkPolicy(NetworkPolicyName, gpuvcv1.HostNamespace(t.Name)).
+		WithLabels(teamLabels(t)).
+		WithSpec(networkingv1ac.NetworkPolicySpec().
+			WithPodSelector(metav1ac.LabelSelector()).
+			WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
+			WithIngress(networkingv1ac.NetworkPolicyIngressRule().WithFrom(sameNamespace)).
+			WithEgress(egress...))
+}
+
+// desiredControlPlanePolicy opens what the vCluster control plane pod needs beyond
+// the default deny: its API port to the team and the host API server ports.
+func desiredControlPlanePolicy(t *gpuvcv1.Team) *networkingv1ac.NetworkPolicyApplyConfiguration {
+	if !defaultDeny(t) {
+		return nil
+	}
+	apiEgress := networkingv1ac.NetworkPolicyEgressRule()
+	for _, p := range hostAPIPorts {
+		apiEgress.WithPorts(port(corev1.ProtocolTCP, p))
+	}
+	return networkingv1ac.NetworkPolicy(ControlPlanePolicyName, gpuvcv1.HostNamespace(t.Name)).
+		WithLabels(teamLabels(t)).
+		WithSpec(networkingv1ac.NetworkPolicySpec().
+			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(controlPlaneSelector(t))).
+			WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
+			WithIngress(networkingv1ac.NetworkPolicyIngressRule().WithPorts(port(corev1.ProtocolTCP, vclusterAPIPort))).
+			WithEgress(apiEgress))
+}
+
+// controlPlaneSelector matches the vCluster chart's control-plane pod.
+func controlPlaneSelector(t *gpuvcv1.Team) map[string]string {
+	return map[string]string{"app": "vcluster", "release": ReleaseName(t)}
+}
+
+func port(proto corev1.Protocol, p int32) *networkingv1ac.NetworkPolicyPortApplyConfiguration {
+	return networkingv1ac.NetworkPolicyPort().WithProtocol(proto).WithPort(intstr.FromInt32(p))
+}

@@ -1,0 +1,101 @@
+package team
+
+import (
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/gpuvc/gpuvc/gpu/mig"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+)
+
+// ResourceGPU is the whole-GPU resource of the NVIDIA device plugin.
+const ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+
+// quotaHard turns a Team's quota into ResourceQuota hard limits. Extended resources
+// (GPUs, MIG slices) can only be limited on requests.
+func quotaHard(q gpuvcv1.Quota) corev1.ResourceList {
+	hard := corev1.ResourceList{}
+	if q.GPUs != nil {
+		hard["requests."+ResourceGPU] = *resource.NewQuantity(int64(*q.GPUs), resource.DecimalSI)
+	}
+	profiles := make([]string, 0, len(q.MIG))
+	for p := range q.MIG {
+		profiles = append(profiles, p)
+	}
+	sort.Strings(profiles)
+	for _, p := range profiles {
+		hard[corev1.ResourceName("requests."+mig.ResourceName(p))] = *resource.NewQuantity(int64(q.MIG[p]), resource.DecimalSI)
+	}
+	if q.CPU != nil {
+		hard[corev1.ResourceRequestsCPU] = *q.CPU
+	}
+	if q.Memory != nil {
+		hard[corev1.ResourceRequestsMemory] = *q.Memory
+	}
+	if q.Storage != nil {
+		hard[corev1.ResourceRequestsStorage] = *q.Storage
+	}
+	if q.Pods != nil {
+		hard[corev1.ResourcePods] = *resource.NewQuantity(int64(*q.Pods), resource.DecimalSI)
+	}
+	return hard
+}
+
+// desiredQuota is the team's ResourceQuota, or nil when the Team limits nothing.
+func desiredQuota(t *gpuvcv1.Team) *corev1ac.ResourceQuotaApplyConfiguration {
+	hard := quotaHard(t.Spec.Quota)
+	if len(hard) == 0 {
+		return nil
+	}
+	return corev1ac.ResourceQuota(QuotaName, gpuvcv1.HostNamespace(t.Name)).
+		WithLabels(teamLabels(t)).
+		WithSpec(corev1ac.ResourceQuotaSpec().WithHard(hard))
+}
+
+// desiredLimitRange caps the GPUs a single pod may request, all containers together
+// (spec.maxGPUsPerPod), or nil when there is no per-pod maximum. It is the in-tree
+// fence behind the syncer's webhook, which enforces the same bound.
+//
+// LimitRanger refuses any pod whose containers set no limit for a resource with a
+// maximum, so containers without a GPU limit get a default of 0 GPUs; without it
+// every CPU-only pod, the vCluster control plane's included, would be refused.
+func desiredLimitRange(t *gpuvcv1.Team) *corev1ac.LimitRangeApplyConfiguration {
+	if t.Spec.MaxGPUsPerPod == nil {
+		return nil
+	}
+	max := corev1.ResourceList{ResourceGPU: *resource.NewQuantity(int64(*t.Spec.MaxGPUsPerPod), resource.DecimalSI)}
+	none := corev1.ResourceList{ResourceGPU: *resource.NewQuantity(0, resource.DecimalSI)}
+	return corev1ac.LimitRange(LimitRangeName, gpuvcv1.HostNamespace(t.Name)).
+		WithLabels(teamLabels(t)).
+		WithSpec(corev1ac.LimitRangeSpec().WithLimits(
+			corev1ac.LimitRangeItem().WithType(corev1.LimitTypeContainer).WithMax(max).WithDefault(none).WithDefaultRequest(none),
+			corev1ac.LimitRangeItem().WithType(corev1.LimitTypePod).WithMax(max),
+		))
+}
+
+// gpuUsage reads what the team's pods request now from the quota's status.
+func gpuUsage(q *corev1.ResourceQuota) *gpuvcv1.GPUUsage {
+	u := &gpuvcv1.GPUUsage{}
+	for name, qty := range q.Status.Used {
+		res, ok := strings.CutPrefix(string(name), "requests.")
+		if !ok {
+			continue
+		}
+		if res == string(ResourceGPU) {
+			u.GPUs = qty.Value()
+			continue
+		}
+		if p, err := mig.ParseResourceName(res); err == nil {
+			if u.MIG == nil {
+				u.MIG = map[string]int64{}
+			}
+			u.MIG[p.String()] = qty.Value()
+		}
+	}
+	return u
+}
+

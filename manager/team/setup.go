@@ -1,0 +1,47 @@
+package team
+
+import (
+	"context"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+)
+
+// SetupWithManager registers the reconciler: Teams, the host objects they own (a
+// change or deletion by hand wakes the Team and is repaired), and the vCluster
+// control planes in team namespaces (readiness changes).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&gpuvcv1.Team{}).
+		Owns(&corev1.Namespace{}).
+		Owns(&corev1.ResourceQuota{}).
+		Owns(&corev1.LimitRange{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&corev1.Secret{}).
+		// vCluster runs its control plane as a StatefulSet, or a Deployment when its
+		// datastore is ephemeral.
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(teamOfNamespace)).
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(teamOfNamespace)).
+		Complete(r)
+}
+
+// teamOfNamespace maps an object in a team namespace (team-<name>) to its Team.
+func teamOfNamespace(_ context.Context, obj client.Object) []reconcile.Request {
+	name, ok := strings.CutPrefix(obj.GetNamespace(), gpuvcv1.HostNamespace(""))
+	if !ok || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+}

@@ -1,0 +1,73 @@
+package team
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+)
+
+// hostStep is one idempotent step of provisioning a team's host resources.
+type hostStep struct {
+	name string // names the step in conditions and events
+	run  func(context.Context, *gpuvcv1.Team) error
+}
+
+func (r *Reconciler) hostSteps() []hostStep {
+	return []hostStep{
+		{"Namespace", r.ensureNamespace},
+		{"ResourceQuota", r.ensureQuota},
+		{"LimitRange", r.ensureLimitRange},
+		{"NetworkPolicy", r.ensureNetworkPolicies},
+		{"RBAC", r.ensureRBAC},
+	}
+}
+
+func meta(t *gpuvcv1.Team, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: gpuvcv1.HostNamespace(t.Name)}
+}
+
+func (r *Reconciler) ensureNamespace(ctx context.Context, t *gpuvcv1.Team) error {
+	return r.apply(ctx, desiredNamespace(t).WithOwnerReferences(ownerRef(t)))
+}
+
+func (r *Reconciler) ensureQuota(ctx context.Context, t *gpuvcv1.Team) error {
+	if q := desiredQuota(t); q != nil {
+		return r.apply(ctx, q.WithOwnerReferences(ownerRef(t)))
+	}
+	return r.deleteIfExists(ctx, &corev1.ResourceQuota{ObjectMeta: meta(t, QuotaName)})
+}
+
+func (r *Reconciler) ensureLimitRange(ctx context.Context, t *gpuvcv1.Team) error {
+	if l := desiredLimitRange(t); l != nil {
+		return r.apply(ctx, l.WithOwnerReferences(ownerRef(t)))
+	}
+	return r.deleteIfExists(ctx, &corev1.LimitRange{ObjectMeta: meta(t, LimitRangeName)})
+}
+
+func (r *Reconciler) ensureNetworkPolicies(ctx context.Context, t *gpuvcv1.Team) error {
+	if p := desiredNetworkPolicy(t); p != nil {
+		if err := r.apply(ctx, p.WithOwnerReferences(ownerRef(t))); err != nil {
+			return err
+		}
+		return r.apply(ctx, desiredControlPlanePolicy(t).WithOwnerReferences(ownerRef(t)))
+	}
+	if err := r.deleteIfExists(ctx, &networkingv1.NetworkPolicy{ObjectMeta: meta(t, NetworkPolicyName)}); err != nil {
+		return err
+	}
+	return r.deleteIfExists(ctx, &networkingv1.NetworkPolicy{ObjectMeta: meta(t, ControlPlanePolicyName)})
+}
+
+func (r *Reconciler) ensureRBAC(ctx context.Context, t *gpuvcv1.Team) error {
+	if err := r.apply(ctx, desiredMemberRole(t).WithOwnerReferences(ownerRef(t))); err != nil {
+		return err
+	}
+	if b := desiredMemberBinding(t); b != nil {
+		return r.apply(ctx, b.WithOwnerReferences(ownerRef(t)))
+	}
+	return r.deleteIfExists(ctx, &rbacv1.RoleBinding{ObjectMeta: meta(t, MemberRoleName)})
+}
