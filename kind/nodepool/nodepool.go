@@ -14,6 +14,9 @@ import (
 const (
 	PoolLabel = "gpuvc.dev/pool"
 	PoolTaint = "gpuvc.dev/pool"
+	// SimulatedLabel marks nodes whose GPUs are simulated: no NVML, no real device.
+	// Components that would read a GPU (reservation pods) use simulated identities.
+	SimulatedLabel = "gpuvc.dev/simulated"
 )
 
 // GPU resource names the NVIDIA device plugin advertises.
@@ -66,6 +69,7 @@ func (p Pool) Labels(n Node) map[string]string {
 		return l
 	}
 	g := n.GPU
+	l[SimulatedLabel] = "true"
 	l["nvidia.com/gpu.present"] = "true"
 	l["nvidia.com/gpu.product"] = g.Product
 	l["nvidia.com/gpu.count"] = strconv.Itoa(g.Count)
