@@ -78,10 +78,13 @@ func syncReserved(have, want map[string]string, keepExtra bool, kind string, rem
 	return have
 }
 
-// Default users the kube-controller-manager's StatefulSet controller acts as:
-// with --use-service-account-credentials, and without.
+// Default users the kube-controller-manager's StatefulSet and ReplicaSet
+// controllers act as: with --use-service-account-credentials, and without. vCluster
+// runs its control plane as a StatefulSet, or as a Deployment (pods created by the
+// ReplicaSet controller) when its datastore is ephemeral.
 var DefaultStatefulSetControllers = []string{
 	"system:serviceaccount:kube-system:statefulset-controller",
+	"system:serviceaccount:kube-system:replicaset-controller",
 	"system:kube-controller-manager",
 }
 
@@ -99,8 +102,14 @@ func roleOf(pod *corev1.Pod, p *TeamPolicy, user string, stsControllers []string
 		return RoleWorkload
 	}
 	for _, o := range pod.OwnerReferences {
-		if o.Controller != nil && *o.Controller && o.Kind == "StatefulSet" &&
-			strings.HasPrefix(o.APIVersion, "apps/") && o.Name == p.VClusterName {
+		if o.Controller == nil || !*o.Controller || !strings.HasPrefix(o.APIVersion, "apps/") {
+			continue
+		}
+		// A Deployment's ReplicaSets are named <deployment>-<hash>. Tenants cannot
+		// create ReplicaSets in their host namespace (vCluster syncs pods only),
+		// and the request's user is the controller, so the name is enough.
+		if (o.Kind == "StatefulSet" && o.Name == p.VClusterName) ||
+			(o.Kind == "ReplicaSet" && strings.HasPrefix(o.Name, p.VClusterName+"-")) {
 			return RoleControlPlane
 		}
 	}

@@ -24,6 +24,12 @@ func TestRoleOf(t *testing.T) {
 		"another StatefulSet":          {pod: pod().OwnedBy("apps/v1", "StatefulSet", "jupyter", "uid-2").Obj(), user: sts, want: RoleWorkload},
 		"no vCluster configured":       {pod: cpPod(), user: sts, edit: func(p *TeamPolicy) { p.VClusterName = "" }, want: RoleWorkload},
 		"owner that is not controller": {pod: func() *corev1.Pod { p := cpPod(); p.OwnerReferences[0].Controller = nil; return p }(), user: sts, want: RoleWorkload},
+		"ephemeral vCluster pod created by the ReplicaSet controller": {
+			pod: pod().OwnedBy("apps/v1", "ReplicaSet", "fraud-7796c7bbdb", "uid-3").Obj(), user: "system:serviceaccount:kube-system:replicaset-controller", want: RoleControlPlane,
+		},
+		"ReplicaSet of another Deployment": {
+			pod: pod().OwnedBy("apps/v1", "ReplicaSet", "jupyter-7796c7bbdb", "uid-4").Obj(), user: "system:serviceaccount:kube-system:replicaset-controller", want: RoleWorkload,
+		},
 		"labels only": {
 			pod: pod().Label("app", "vcluster").Label("release", "fraud").Obj(), user: sts, want: RoleWorkload,
 		},
