@@ -1,24 +1,33 @@
-// Package manager assembles gpuvc's controller manager: the Team reconciler (and,
-// as they land, the syncer's webhook and share controller) on one
+// Package manager assembles gpuvc's controller manager: the Team reconciler and the
+// syncer's pod admission webhook (and, as it lands, the share controller) on one
 // controller-runtime manager with leader election, health probes and metrics.
 package manager
 
 import (
+	"context"
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/team"
+	"github.com/gpuvc/gpuvc/manager/teampolicy"
+	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/syncer/migmap"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
 
@@ -28,7 +37,14 @@ type Options struct {
 	HealthAddr       string // "0" disables the probes
 	LeaderElection   bool
 	LeaderElectionNS string
-	Team             team.Options
+	// WebhookHost and WebhookPort are where the pod admission webhook listens;
+	// WebhookCertDir holds its tls.crt and tls.key. Port 0 disables the webhook.
+	WebhookHost    string
+	WebhookPort    int
+	WebhookCertDir string
+	// SystemPool is the node pool of vCluster control planes.
+	SystemPool string
+	Team       team.Options
 }
 
 // Scheme knows the built-in types and the Team API.
@@ -39,10 +55,11 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// New returns a controller manager running the Team reconciler against cfg.
-func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+// New returns a controller manager running the Team reconciler and the pod
+// admission webhook against cfg.
+func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	managed := labels.SelectorFromSet(labels.Set{team.LabelManagedBy: "gpuvc"})
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthAddr,
@@ -54,7 +71,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			// would cost memory and read access it does not need.
 			&corev1.Secret{}: {Label: managed},
 		}},
-	})
+	}
+	if opts.WebhookPort != 0 {
+		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir})
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating controller manager: %w", err)
 	}
@@ -66,13 +87,62 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	if opts.WebhookPort != 0 {
+		if err := addWebhook(ctx, mgr, cfg, opts); err != nil {
+			return nil, err
+		}
+	}
 	if opts.HealthAddr != "0" && opts.HealthAddr != "" {
 		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 			return nil, err
 		}
-		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		check := healthz.Ping
+		if opts.WebhookPort != 0 {
+			check = mgr.GetWebhookServer().StartedChecker()
+		}
+		if err := mgr.AddReadyzCheck("webhook", check); err != nil {
 			return nil, err
 		}
 	}
 	return mgr, nil
+}
+
+// addWebhook registers the syncer's pod webhook. The manager's own identity is
+// trusted to write gpuvc.dev/ metadata and lift share gates.
+func addWebhook(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Options) error {
+	self, err := whoAmI(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	m, err := syncer.NewMetrics(metrics.Registry)
+	if err != nil {
+		return err
+	}
+	wh, err := syncer.New(syncer.Options{
+		Policies:     teampolicy.Source{Reader: mgr.GetClient(), SystemPool: opts.SystemPool},
+		Nodes:        syncer.ClientNodePools{Reader: mgr.GetClient()},
+		MIG:          migmap.Catalog{},
+		Recorder:     mgr.GetEventRecorder("gpuvc-syncer"),
+		Metrics:      m,
+		TrustedUsers: []string{self},
+		Log:          mgr.GetLogger().WithName("syncer"),
+	})
+	if err != nil {
+		return err
+	}
+	wh.Register(mgr.GetWebhookServer())
+	return nil
+}
+
+// whoAmI asks the API server which user these credentials authenticate as.
+func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("finding the manager's own user (SelfSubjectReview): %w", err)
+	}
+	return r.Status.UserInfo.Username, nil
 }

@@ -14,13 +14,15 @@ import (
 // nvidia.com/mig-<profile> (MIG instances, mixed strategy); anything else under
 // nvidia.com/ is refused so no unreviewed device type slips through.
 
-// gpuResourceNames lists the nvidia.com/ resources a container names in limits or
-// requests, sorted.
+// gpuResourceNames lists the nvidia.com/ resources a container asks a non-zero
+// quantity of in limits or requests, sorted. Zero counts as not asking: a team's
+// LimitRange gives every container without a GPU limit nvidia.com/gpu: 0, before
+// admission webhooks run.
 func gpuResourceNames(c *corev1.Container) []corev1.ResourceName {
 	set := map[corev1.ResourceName]bool{}
 	for _, l := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
-		for name := range l {
-			if strings.HasPrefix(string(name), resourceNVIDIA) {
+		for name, q := range l {
+			if strings.HasPrefix(string(name), resourceNVIDIA) && !q.IsZero() {
 				set[name] = true
 			}
 		}

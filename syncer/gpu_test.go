@@ -130,8 +130,10 @@ func TestGPUMutations(t *testing.T) {
 
 func TestControlPlaneGPU(t *testing.T) {
 	runCheckTable(t, checkControlPlaneGPU, map[string]checkCase{
-		"no GPU":   {pod: pod().Obj()},
-		"GPU":      {pod: pod().GPUs("1").Obj(), reason: ReasonControlPlaneGPU, says: []string{"StatefulSet fraud", "nvidia.com/gpu"}},
-		"fraction": {pod: pod().GPUFraction("0.5").Obj(), reason: ReasonControlPlaneGPU},
+		"no GPU": {pod: pod().Obj()},
+		"GPU":    {pod: pod().GPUs("1").Obj(), reason: ReasonControlPlaneGPU, says: []string{"StatefulSet fraud", "nvidia.com/gpu"}},
+		// The team's LimitRange defaults every container to nvidia.com/gpu: 0.
+		"zero GPUs from the LimitRange default": {pod: pod().GPUs("0").Obj()},
+		"fraction":                              {pod: pod().GPUFraction("0.5").Obj(), reason: ReasonControlPlaneGPU},
 	})
 }

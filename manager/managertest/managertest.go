@@ -5,7 +5,11 @@ package managertest
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,8 +24,9 @@ import (
 
 // Manager is a running manager.
 type Manager struct {
-	cancel context.CancelFunc
-	done   chan error
+	cancel  context.CancelFunc
+	done    chan error
+	certDir string
 }
 
 // Start installs the CRDs on cp and runs the manager until Stop. Team options not
@@ -43,19 +48,64 @@ func Start(ctx context.Context, cp *localcp.ControlPlane, opts team.Options) (*M
 		opts.WaitInterval = 300 * time.Millisecond
 	}
 	ctrl.SetLogger(logr.Discard())
-	mgr, err := manager.New(cp.Config, manager.Options{MetricsAddr: "0", HealthAddr: "0", Team: opts})
+	// The pod webhook runs too, served on loopback and registered by URL, so team
+	// namespaces are fenced exactly as in a cluster.
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	certDir, err := os.MkdirTemp("", "gpuvc-webhook-")
+	if err != nil {
+		return nil, err
+	}
+	if err := manager.ServeWebhookAt(ctx, cp.Config, fmt.Sprintf("https://127.0.0.1:%d", port), certDir); err != nil {
+		return nil, err
+	}
+	mgr, err := manager.New(ctx, cp.Config, manager.Options{
+		MetricsAddr: "0", HealthAddr: "0",
+		WebhookHost: "127.0.0.1", WebhookPort: port, WebhookCertDir: certDir,
+		Team: opts,
+	})
 	if err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	m := &Manager{cancel: cancel, done: make(chan error, 1)}
+	m.certDir = certDir
 	go func() { m.done <- mgr.Start(runCtx) }()
+	if err := waitServing(ctx, port); err != nil {
+		_ = m.Stop()
+		return nil, err
+	}
 	return m, nil
+}
+
+// waitServing waits until the webhook server accepts connections: until then the
+// API server refuses every pod of a team namespace (failurePolicy Fail).
+func waitServing(ctx context.Context, port int) error {
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err != nil {
+			return false, nil
+		}
+		conn.Close()
+		return true, nil
+	})
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Stop stops the manager and waits for it to exit.
 func (m *Manager) Stop() error {
 	m.cancel()
+	defer os.RemoveAll(m.certDir)
 	select {
 	case err := <-m.done:
 		return err

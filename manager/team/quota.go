@@ -98,4 +98,3 @@ func gpuUsage(q *corev1.ResourceQuota) *gpuvcv1.GPUUsage {
 	}
 	return u
 }
-

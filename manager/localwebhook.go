@@ -1,0 +1,86 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/syncer/servingcert"
+)
+
+// WebhookConfigName names the webhook configurations gpuvc registers.
+const WebhookConfigName = "gpuvc-syncer"
+
+// ServeWebhookAt prepares a manager that runs outside the cluster (a developer's
+// process, or tests) to be called by the API server at baseURL: it writes a fresh
+// serving certificate for the URL's host into certDir and registers the webhook
+// configurations pointing at baseURL with that CA. In a cluster the chart does
+// this with a Service and managed certificates instead.
+func ServeWebhookAt(ctx context.Context, cfg *rest.Config, baseURL, certDir string) error {
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+		return fmt.Errorf("--webhook-url %q: want https://<host>:<port>, e.g. https://127.0.0.1:9443", baseURL)
+	}
+	var ips []net.IP
+	var names []string
+	if ip := net.ParseIP(u.Hostname()); ip != nil {
+		ips = append(ips, ip)
+	} else {
+		names = append(names, u.Hostname())
+	}
+	bundle, err := servingcert.Generate(ips, names, 365*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	if err := bundle.WriteFiles(certDir); err != nil {
+		return err
+	}
+	mutating, validating := syncer.Configurations(syncer.ConfigOptions{Name: WebhookConfigName, URL: baseURL, CABundle: bundle.CA})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := upsertMutating(ctx, cs, mutating); err != nil {
+		return err
+	}
+	return upsertValidating(ctx, cs, validating)
+}
+
+func upsertMutating(ctx context.Context, cs kubernetes.Interface, obj *admissionregistrationv1.MutatingWebhookConfiguration) error {
+	api := cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	old, err := api.Get(ctx, obj.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = api.Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	obj.ResourceVersion = old.ResourceVersion
+	_, err = api.Update(ctx, obj, metav1.UpdateOptions{})
+	return err
+}
+
+func upsertValidating(ctx context.Context, cs kubernetes.Interface, obj *admissionregistrationv1.ValidatingWebhookConfiguration) error {
+	api := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	old, err := api.Get(ctx, obj.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = api.Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	obj.ResourceVersion = old.ResourceVersion
+	_, err = api.Update(ctx, obj, metav1.UpdateOptions{})
+	return err
+}

@@ -1,0 +1,104 @@
+package teampolicy
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gpuvc/gpuvc/e2e/testobj"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/syncer"
+)
+
+func node(name, pool, product, memory string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		gpuvcv1.LabelPool: pool, labelGPUProduct: product, labelGPUMemory: memory,
+	}}}
+}
+
+func ns(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+// A fake client is enough here: this is a pure mapping from objects to a policy;
+// the webhook's integration tests run it against the real API server.
+func source(objs ...client.Object) Source {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = gpuvcv1.AddToScheme(s)
+	return Source{Reader: fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build(), SystemPool: "system"}
+}
+
+func TestTeamPolicyFromTeam(t *testing.T) {
+	fraud := testobj.Team("fraud", "a100").GPUs(4).MIG("3g.40gb", 2).MIG("1g.10gb", 4).MaxGPUsPerPod(2).Fractions().Obj()
+	src := source(fraud,
+		ns("team-fraud", map[string]string{gpuvcv1.LabelTeam: "fraud"}),
+		node("a100-0", "a100", "NVIDIA-A100-SXM4-80GB", "81920"),
+		node("a100-1", "a100", "NVIDIA-A100-SXM4-80GB", "81920"),
+		node("a100-old", "a100", "NVIDIA-A100-SXM4-40GB", "40960"),
+		node("h100-0", "h100", "NVIDIA-H100-80GB-HBM3", "81559"),
+	)
+	got, err := src.TeamPolicy(context.Background(), "team-fraud")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &syncer.TeamPolicy{
+		Team: "fraud", Namespace: "team-fraud", Pool: "a100",
+		PoolGPUProduct: "NVIDIA-A100-SXM4-80GB", PoolGPUMemoryMiB: 81920, SystemPool: "system",
+		MaxGPUsPerPod: 2, AllowedMIGProfiles: []string{"1g.10gb", "3g.40gb"}, FractionsEnabled: true,
+		VClusterName: "fraud",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("policy (-want +got):\n%s", diff)
+	}
+}
+
+func TestMaxGPUsPerPodDefaults(t *testing.T) {
+	cases := map[string]struct {
+		team *gpuvcv1.Team
+		want int64
+	}{
+		"explicit":        {testobj.Team("a", "p").GPUs(8).MaxGPUsPerPod(3).Obj(), 3},
+		"quota bounds it": {testobj.Team("a", "p").GPUs(4).MIG("1g.10gb", 2).Obj(), 6},
+		"no GPU quota":    {testobj.Team("a", "p").Obj(), unlimitedGPUsPerPod},
+		"zero GPU quota":  {testobj.Team("a", "p").GPUs(0).Obj(), 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := maxGPUsPerPod(tc.team); got != tc.want {
+				t.Errorf("got %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNamespacesThatAreNotTeams(t *testing.T) {
+	src := source(
+		ns("default", nil),
+		ns("team-ghost", map[string]string{gpuvcv1.LabelTeam: "ghost"}),
+		ns("team-forged", map[string]string{gpuvcv1.LabelTeam: "fraud"}),
+		testobj.Team("fraud", "a100").Obj(),
+	)
+	ctx := context.Background()
+	for _, n := range []string{"default", "missing"} {
+		if _, err := src.TeamPolicy(ctx, n); !errors.Is(err, syncer.ErrNotTeamNamespace) {
+			t.Errorf("%s: got %v, want ErrNotTeamNamespace", n, err)
+		}
+	}
+	// Labelled namespaces fail closed: a missing Team, or a label naming a Team
+	// that lives elsewhere, is an error (pods refused), not "not a team".
+	for _, n := range []string{"team-ghost", "team-forged"} {
+		_, err := src.TeamPolicy(ctx, n)
+		if err == nil || errors.Is(err, syncer.ErrNotTeamNamespace) {
+			t.Errorf("%s: got %v, want a refusing error", n, err)
+		}
+	}
+}
