@@ -1,0 +1,92 @@
+package deviceplugin
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+// plugin serves one resource's devices to the kubelet.
+type plugin struct {
+	pluginapi.UnimplementedDevicePluginServer
+	res Resource
+}
+
+var _ pluginapi.DevicePluginServer = (*plugin)(nil)
+
+// options are sent at registration and from GetDevicePluginOptions.
+func options() *pluginapi.DevicePluginOptions {
+	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}
+}
+
+func (p *plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
+	return options(), nil
+}
+
+// ListAndWatch sends every device as healthy, then keeps the stream open until
+// the kubelet or the server ends it: simulated devices never change health.
+func (p *plugin) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingServer[pluginapi.ListAndWatchResponse]) error {
+	devs := make([]*pluginapi.Device, 0, len(p.res.DeviceIDs))
+	for _, id := range p.res.DeviceIDs {
+		devs = append(devs, &pluginapi.Device{ID: id, Health: pluginapi.Healthy})
+	}
+	if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: devs}); err != nil {
+		return err
+	}
+	<-stream.Context().Done()
+	return nil
+}
+
+// GetPreferredAllocation prefers the devices that must be included, then the
+// available ones in inventory order (GPU index, then MIG placement), so
+// repeated allocations are deterministic.
+func (p *plugin) GetPreferredAllocation(_ context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+	resp := &pluginapi.PreferredAllocationResponse{}
+	for _, cr := range req.GetContainerRequests() {
+		size := int(cr.GetAllocationSize())
+		ids := slices.Clone(cr.GetMustIncludeDeviceIDs())
+		for _, id := range p.res.DeviceIDs {
+			if len(ids) >= size {
+				break
+			}
+			if slices.Contains(cr.GetAvailableDeviceIDs(), id) && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) < size {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: %d devices requested, only %d available", p.res.Name, size, len(ids))
+		}
+		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
+	}
+	return resp, nil
+}
+
+// Allocate gives each container NVIDIA_VISIBLE_DEVICES=<its device UUIDs>.
+func (p *plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+	resp := &pluginapi.AllocateResponse{}
+	for _, cr := range req.GetContainerRequests() {
+		ids := cr.GetDevicesIds()
+		if len(ids) == 0 {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: allocation of no devices", p.res.Name)
+		}
+		for _, id := range ids {
+			if !slices.Contains(p.res.DeviceIDs, id) {
+				return nil, status.Errorf(codes.InvalidArgument, "%s: unknown device %q", p.res.Name, id)
+			}
+		}
+		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerAllocateResponse{
+			Envs: map[string]string{VisibleDevicesEnv: strings.Join(ids, ",")},
+		})
+	}
+	return resp, nil
+}
+
+// PreStartContainer has nothing to prepare (and is not requested in options).
+func (p *plugin) PreStartContainer(context.Context, *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+	return &pluginapi.PreStartContainerResponse{}, nil
+}
