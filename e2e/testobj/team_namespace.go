@@ -1,0 +1,16 @@
+package testobj
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuvc/gpuvc/kind/nodepool"
+)
+
+// TeamNamespace returns team's host namespace (team-<team>) labelled the way the
+// manager labels it: gpuvc.dev/team and the team's node pool.
+func TeamNamespace(team, pool string) *corev1.Namespace {
+	return Namespace("team-"+team, map[string]string{
+		"gpuvc.dev/team":   team,
+		nodepool.PoolLabel: pool,
+	})
+}

@@ -1,0 +1,168 @@
+package share
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gpushare "github.com/gpuvc/gpuvc/gpu/share"
+	"github.com/gpuvc/gpuvc/syncer"
+)
+
+// Binding a share, in an order that is safe to interrupt anywhere: (1) the env
+// ConfigMap is written, (2) one update of the pod records the assignment, pins it
+// to the reservation's node and removes the gate. Env cannot change after the
+// pod starts, so the ConfigMap must be complete before the gate goes; a restart
+// between (1) and (2) redoes both.
+
+// errConfigMapConflict means the pod's ConfigMap exists and gpuvc did not write
+// it: a tenant could have chosen its content, so the pod is not started.
+type errConfigMapConflict struct{ name, why string }
+
+func (e *errConfigMapConflict) Error() string {
+	return fmt.Sprintf("ConfigMap %s exists and was not written by gpuvc (%s); the pod stays gated until it is removed", e.name, e.why)
+}
+
+// shareEnv is the environment the pod's containers read.
+func shareEnv(sp *sharePod) map[string]string {
+	r := sp.res
+	env := map[string]string{
+		syncer.EnvVisibleDevices: r.uuid,
+		syncer.EnvReservation:    r.name,
+	}
+	if f := sp.pod.Annotations[syncer.AnnotationGPUFraction]; f != "" {
+		env[syncer.EnvGPUPortion] = f
+	} else {
+		env[syncer.EnvGPUPortion] = portion(sp.units)
+	}
+	switch {
+	case sp.req.MemoryMiB > 0:
+		env[syncer.EnvGPUMemoryMiB] = strconv.FormatInt(sp.req.MemoryMiB, 10)
+	case r.memMiB > 0:
+		env[syncer.EnvGPUMemoryMiB] = strconv.FormatInt(r.memMiB*int64(sp.units)/gpushare.UnitsPerGPU, 10)
+	}
+	return env
+}
+
+// ensureConfigMap creates or repairs the pod's share ConfigMap. It is owned by
+// the pod, so the garbage collector removes it with the pod.
+func (c *Controller) ensureConfigMap(ctx context.Context, sp *sharePod) error {
+	p := sp.pod
+	name := p.Annotations[syncer.AnnotationShareConfigMap]
+	if !strings.HasPrefix(name, syncer.ShareConfigMapPrefix) {
+		return fmt.Errorf("pod %s/%s: annotation %s=%q does not name a share ConfigMap", p.Namespace, p.Name, syncer.AnnotationShareConfigMap, name)
+	}
+	want := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: p.Namespace,
+			Labels: map[string]string{syncer.LabelSharePod: p.Name, syncer.LabelShareGroup: sp.res.name},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID,
+			}},
+		},
+		Data: shareEnv(sp),
+	}
+	if team := p.Labels[syncer.LabelTeam]; team != "" {
+		want.Labels[syncer.LabelTeam] = team
+	}
+	var have corev1.ConfigMap
+	err := c.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(want), &have)
+	if apierrors.IsNotFound(err) {
+		return c.opts.Client.Create(ctx, want)
+	}
+	if err != nil {
+		return err
+	}
+	if why := foreign(&have, p.Name); why != "" {
+		return &errConfigMapConflict{name: name, why: why}
+	}
+	if maps.Equal(have.Data, want.Data) && len(have.BinaryData) == 0 && maps.Equal(have.Labels, want.Labels) &&
+		slices.Equal(have.OwnerReferences, want.OwnerReferences) {
+		return nil
+	}
+	// An earlier assignment, or a pod of the same name that was deleted.
+	have.Data, have.BinaryData, have.Labels, have.OwnerReferences = want.Data, nil, want.Labels, want.OwnerReferences
+	return c.opts.Client.Update(ctx, &have)
+}
+
+// foreign says why a ConfigMap was not written by gpuvc for pod ("" if it was).
+// vCluster marks what it syncs from a virtual cluster, so a tenant's ConfigMap
+// that happens to carry the name (or gpuvc's label) is recognised.
+func foreign(cm *corev1.ConfigMap, pod string) string {
+	for _, m := range []map[string]string{cm.Labels, cm.Annotations} {
+		for k := range m {
+			if strings.HasPrefix(k, "vcluster.loft.sh/") {
+				return "it is synced by vCluster (" + k + ")"
+			}
+		}
+	}
+	if cm.Labels[syncer.LabelSharePod] != pod {
+		return fmt.Sprintf("label %s is %q, not %q", syncer.LabelSharePod, cm.Labels[syncer.LabelSharePod], pod)
+	}
+	return ""
+}
+
+// record writes sp's assignment on the pod and, when bind is set, also pins it to
+// the reservation's node and removes the gate, in one optimistic update: a pod
+// changed meanwhile (or replaced under the same name) is left for the next
+// reconcile.
+func (c *Controller) record(ctx context.Context, sp *sharePod, bind bool) error {
+	orig := sp.pod
+	p := orig.DeepCopy()
+	r := sp.res
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Labels[syncer.LabelShareGroup] = r.name
+	p.Annotations[syncer.AnnotationShareUnits] = strconv.Itoa(sp.units)
+	if bind {
+		p.Annotations[syncer.AnnotationGPUUUID] = r.uuid
+		pinToNode(p, r.node)
+		p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == syncer.GateGPUShare })
+	}
+	if err := c.opts.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	sp.pod, sp.fresh, sp.gated = p, false, !bind
+	return nil
+}
+
+// pinToNode requires the pod's node to be node. A gated pod's required node
+// affinity may only be narrowed: with no affinity a term is set, otherwise the
+// requirement is added to every term (terms are ORed, so adding a term would
+// widen it).
+func pinToNode(p *corev1.Pod, node string) {
+	req := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &corev1.Affinity{}
+	}
+	if p.Spec.Affinity.NodeAffinity == nil {
+		p.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := p.Spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{req}}},
+		}
+		return
+	}
+	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		if !slices.ContainsFunc(terms[i].MatchFields, func(r corev1.NodeSelectorRequirement) bool {
+			return r.Key == req.Key && r.Operator == req.Operator && slices.Equal(r.Values, req.Values)
+		}) {
+			terms[i].MatchFields = append(terms[i].MatchFields, req)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package share
+
+import (
+	"context"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/syncer"
+)
+
+// Node labels the controller reads (GPU Feature Discovery, gpuvc's node pools).
+const (
+	labelGPUMemory = "nvidia.com/gpu.memory" // MiB of one GPU
+	// LabelSimulated marks nodes whose GPUs are simulated (kwok, kind): no
+	// process runs there, so the controller records the GPU UUID itself.
+	LabelSimulated = "gpuvc.dev/simulated"
+)
+
+// nodeMeta is a node's labels; nodes are read metadata-only from the cache.
+func nodeMeta() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("Node"))
+	m.APIVersion, m.Kind = "v1", "Node"
+	return m
+}
+
+func nodeMetaList() *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.APIVersion, l.Kind = "v1", "NodeList"
+	return l
+}
+
+func gpuMemory(labels map[string]string) int64 {
+	m, err := strconv.ParseInt(labels[labelGPUMemory], 10, 64)
+	if err != nil || m <= 0 {
+		return 0
+	}
+	return m
+}
+
+// nodeLabels reads the labels of the named nodes; missing nodes are left out.
+func (c *Controller) nodeLabels(ctx context.Context, names []string) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	for _, n := range names {
+		if _, done := out[n]; done {
+			continue
+		}
+		m := nodeMeta()
+		if err := c.opts.Client.Get(ctx, client.ObjectKey{Name: n}, m); err != nil {
+			if client.IgnoreNotFound(err) == nil {
+				continue
+			}
+			return nil, err
+		}
+		out[n] = m.Labels
+	}
+	return out, nil
+}
+
+// poolMemory is the smallest GPU memory among the pool's nodes (0 if none says):
+// shares placed on a reservation before it is bound are sized for it, so they
+// are never too small for the GPU the scheduler picks.
+func (c *Controller) poolMemory(ctx context.Context, pool string) (int64, error) {
+	l := nodeMetaList()
+	if err := c.opts.Client.List(ctx, l, client.MatchingLabels{syncer.LabelPool: pool}); err != nil {
+		return 0, err
+	}
+	var min int64
+	for _, n := range l.Items {
+		if m := gpuMemory(n.Labels); m > 0 && (min == 0 || m < min) {
+			min = m
+		}
+	}
+	return min, nil
+}

@@ -1,0 +1,172 @@
+package share
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gpushare "github.com/gpuvc/gpuvc/gpu/share"
+	"github.com/gpuvc/gpuvc/syncer"
+)
+
+// outcome collects what a reconcile asks of the next one.
+type outcome struct {
+	errs    []error
+	retry   bool          // a write lost a race: reconcile again at once
+	waiting bool          // pods wait for room: look again after RetryInterval
+	after   time.Duration // an empty reservation's grace ends
+}
+
+func (o *outcome) fail(err error) {
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		// The object went away meanwhile: the next reconcile sees it gone.
+	case apierrors.IsConflict(err):
+		o.retry = true
+	default:
+		o.errs = append(o.errs, err)
+	}
+}
+
+func (o *outcome) requeueAfter(d time.Duration) {
+	if d > 0 && (o.after == 0 || d < o.after) {
+		o.after = d
+	}
+}
+
+// Reconcile serves one team namespace (request name = namespace): rebuild the
+// state from its pods, give simulated reservations their GPU, place waiting
+// pods, bind the ones whose GPU is known, delete empty reservations.
+func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	namespace := req.Name
+	team, err := c.opts.Teams.ShareTeam(ctx, namespace)
+	if errors.Is(err, ErrNotTeamNamespace) {
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("team", team.Name))
+	st, estimate, nodes, err := c.load(ctx, namespace, team)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var out outcome
+	for _, r := range st.reservations {
+		if r.open && r.node != "" && r.uuid == "" && nodes[r.node][LabelSimulated] == "true" {
+			out.fail(c.simulateUUID(ctx, r))
+		}
+	}
+	if err := c.place(ctx, namespace, team, st, estimate, &out); err != nil {
+		out.fail(err)
+	}
+	c.serve(ctx, st, &out)
+	c.warn(st)
+	c.collect(ctx, namespace, st, &out)
+	c.report(namespace, team, st)
+
+	if len(out.errs) > 0 {
+		return ctrl.Result{}, errors.Join(out.errs...)
+	}
+	switch {
+	case out.retry:
+		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
+	case out.waiting:
+		out.requeueAfter(c.opts.RetryInterval)
+	}
+	return ctrl.Result{RequeueAfter: out.after}, nil
+}
+
+// load reads the team's share and reservation pods from the API server and the
+// labels of the nodes involved (from the cache).
+func (c *Controller) load(ctx context.Context, namespace string, team Team) (*teamState, int64, map[string]map[string]string, error) {
+	var pods []corev1.Pod
+	for _, sel := range []client.MatchingLabels{
+		{syncer.LabelGPUShare: "true"},
+		{syncer.LabelRole: syncer.RoleReservation},
+	} {
+		var l corev1.PodList
+		if err := c.opts.APIReader.List(ctx, &l, client.InNamespace(namespace), sel); err != nil {
+			return nil, 0, nil, fmt.Errorf("listing pods of %s: %w", namespace, err)
+		}
+		pods = append(pods, l.Items...)
+	}
+	var bound []string
+	for i := range pods {
+		if isReservation(&pods[i]) && pods[i].Spec.NodeName != "" {
+			bound = append(bound, pods[i].Spec.NodeName)
+		}
+	}
+	nodes, err := c.nodeLabels(ctx, bound)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("reading nodes: %w", err)
+	}
+	memory := map[string]int64{}
+	for n, l := range nodes {
+		memory[n] = gpuMemory(l)
+	}
+	estimate, err := c.poolMemory(ctx, team.Pool)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("reading nodes of pool %s: %w", team.Pool, err)
+	}
+	st := observe(observation{pods: pods, nodeMemory: memory, estimate: estimate, maxPods: team.maxPods()})
+	return st, estimate, nodes, nil
+}
+
+// warn tells pods about problems the controller cannot fix by itself.
+func (c *Controller) warn(st *teamState) {
+	for _, ip := range st.invalid {
+		c.event(ip.pod, nil, corev1.EventTypeWarning, ReasonInvalid, fmt.Sprintf(
+			"gpuvc cannot serve this pod's GPU share: %v; the pod stays gated", ip.err))
+	}
+	for _, sp := range st.lost {
+		c.event(sp.pod, nil, corev1.EventTypeWarning, ReasonReservationLost, fmt.Sprintf(
+			"reservation %s that held this pod's GPU is gone (deleted or evicted): the GPU is no longer reserved for it; recreate the pod to get a new share",
+			sp.pod.Labels[syncer.LabelShareGroup]))
+	}
+}
+
+// report updates the team's metrics and forgets pods no longer seen.
+func (c *Controller) report(namespace string, team Team, st *teamState) {
+	seen := map[types.UID]bool{}
+	held, units, waiting := 0, 0, len(st.invalid)
+	for _, r := range st.reservations {
+		seen[r.pod.UID] = true
+		if r.open {
+			held++
+		}
+		for _, sp := range r.shares {
+			seen[sp.pod.UID] = true
+			units += sp.units
+			if sp.gated {
+				waiting++
+			}
+		}
+	}
+	for _, sp := range st.pending {
+		seen[sp.pod.UID] = true
+		if sp.res == nil {
+			waiting++
+		}
+	}
+	for _, ip := range st.invalid {
+		seen[ip.pod.UID] = true
+	}
+	for _, sp := range st.lost {
+		seen[sp.pod.UID] = true
+	}
+	c.memo.keep(namespace, seen)
+	c.keepSeen(namespace, seen)
+	if m := c.opts.Metrics; m != nil {
+		m.Reservations.WithLabelValues(team.Name).Set(float64(held))
+		m.AllocatedGPUs.WithLabelValues(team.Name).Set(float64(units) / gpushare.UnitsPerGPU)
+		m.GatedPods.WithLabelValues(team.Name).Set(float64(waiting))
+	}
+}

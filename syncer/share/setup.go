@@ -1,0 +1,73 @@
+package share
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gpuvc/gpuvc/syncer"
+)
+
+// ControllerName names the controller (logs, metrics of controller-runtime).
+const ControllerName = "gpuvc-share"
+
+// SetupWithManager registers the controller. A team is reconciled when its
+// namespace changes, when one of its share or reservation pods changes, when any
+// of its pods goes (quota frees) and when its ResourceQuota changes. Pods and
+// quotas are watched metadata-only: the controller reads what it decides on from
+// the API server, so the cache only has to wake it.
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&corev1.Namespace{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[syncer.LabelTeam] != ""
+		}))).
+		WatchesMetadata(&corev1.Pod{}, c.podHandler()).
+		WatchesMetadata(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(namespaceOf)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).
+		Complete(c)
+}
+
+func namespaceOf(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
+}
+
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// podHandler wakes a pod's team. Every change of share and reservation pods
+// matters; of other team pods only their deletion (it may free quota).
+func (c *Controller) podHandler() handler.EventHandler {
+	enqueue := func(o client.Object, q queue) {
+		if o.GetLabels()[syncer.LabelTeam] != "" {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}})
+		}
+	}
+	ours := func(o client.Object) bool {
+		l := o.GetLabels()
+		return l[syncer.LabelGPUShare] == "true" || l[syncer.LabelRole] == syncer.RoleReservation
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {
+			if ours(e.Object) {
+				c.seen(e.Object.GetNamespace(), e.Object.GetUID())
+				enqueue(e.Object, q)
+			}
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
+			if ours(e.ObjectNew) {
+				enqueue(e.ObjectNew, q)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { enqueue(e.Object, q) },
+	}
+}

@@ -1,0 +1,175 @@
+package share_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/syncer/share"
+)
+
+func served(p *corev1.Pod) bool { return !hasGate(p) && isRunning(p) }
+
+// Three 0.3 pods share one reservation; a fourth needs a second. Every pod runs
+// on its reservation's node with its GPU in its ConfigMap; when the pods go, the
+// reservations and ConfigMaps go too.
+func TestFractionsShareOneReservation(t *testing.T) {
+	requireHost(t)
+	ctx := testContext(t, 3*time.Minute)
+	ns := newTeam(ctx, t, "pack", 4)
+
+	var pods []*corev1.Pod
+	for _, n := range []string{"a", "b", "c"} {
+		createShare(ctx, t, ns, n, "0.3")
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		pods = append(pods, waitForPod(ctx, t, ns, n, served))
+	}
+	res := reservations(ctx, t, ns)
+	if len(res) != 1 {
+		t.Fatalf("%d reservations for 3 x 0.3, want 1: %v", len(res), names(res))
+	}
+	r := res[0]
+	uuid := r.Annotations[syncer.AnnotationGPUUUID]
+	if !strings.HasPrefix(uuid, "GPU-sim-a100-0-") || r.Spec.NodeName != "a100-0" {
+		t.Errorf("reservation %s on %q holds %q, want a simulated GPU of a100-0", r.Name, r.Spec.NodeName, uuid)
+	}
+	if q := r.Spec.Containers[0].Resources.Limits[syncer.ResourceGPU]; q.Value() != 1 || r.Labels[syncer.LabelShareGroup] != r.Name {
+		t.Errorf("reservation %s: limits %v, labels %v", r.Name, r.Spec.Containers[0].Resources.Limits, r.Labels)
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName != r.Spec.NodeName || p.Labels[syncer.LabelShareGroup] != r.Name || p.Annotations[syncer.AnnotationShareUnits] != "3000" {
+			t.Errorf("pod %s on %s, group %q, units %q; want %s, %s, 3000", p.Name, p.Spec.NodeName,
+				p.Labels[syncer.LabelShareGroup], p.Annotations[syncer.AnnotationShareUnits], r.Spec.NodeName, r.Name)
+		}
+		cm := configMap(ctx, t, p)
+		want := map[string]string{syncer.EnvVisibleDevices: uuid, syncer.EnvGPUPortion: "0.3", syncer.EnvGPUMemoryMiB: "24576", syncer.EnvReservation: r.Name}
+		for k, v := range want {
+			if cm.Data[k] != v {
+				t.Errorf("pod %s: ConfigMap %s[%s]=%q, want %q", p.Name, cm.Name, k, cm.Data[k], v)
+			}
+		}
+		note := waitForEvent(ctx, t, p, share.ReasonBound)
+		if !strings.Contains(note, uuid) || !strings.Contains(note, "a100-0") {
+			t.Errorf("event %s on %s: %q does not name the GPU and node", share.ReasonBound, p.Name, note)
+		}
+	}
+
+	createShare(ctx, t, ns, "d", "0.3")
+	d := waitForPod(ctx, t, ns, "d", served)
+	if g := d.Labels[syncer.LabelShareGroup]; g == "" || g == r.Name {
+		t.Errorf("fourth pod in group %q, want a second reservation", g)
+	}
+	if n := len(reservations(ctx, t, ns)); n != 2 {
+		t.Errorf("%d reservations for 4 x 0.3, want 2", n)
+	}
+	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
+
+	// The pods go: so do the reservations (after the grace) and the ConfigMaps.
+	for _, n := range []string{"a", "b", "c", "d"} {
+		deletePod(ctx, t, ns, n)
+	}
+	waitUntil(ctx, t, time.Minute, "reservations and ConfigMaps are gone", func(ctx context.Context) (bool, error) {
+		cms, err := env.cp.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: syncer.LabelSharePod})
+		if err != nil {
+			return false, err
+		}
+		return len(reservations(ctx, t, ns)) == 0 && len(cms.Items) == 0, nil
+	})
+}
+
+// gpu-memory is converted with the node's nvidia.com/gpu.memory label: 40960 MiB
+// of an 81920 MiB A100 is half of it, so two such pods fill one GPU.
+func TestMemoryShare(t *testing.T) {
+	requireHost(t)
+	ctx := testContext(t, 3*time.Minute)
+	ns := newTeam(ctx, t, "memory", 2)
+
+	createPod(ctx, t, testobj.Pod("m1", ns).GPUMemory("40960").Obj())
+	m1 := waitForPod(ctx, t, ns, "m1", served)
+	if got := m1.Annotations[syncer.AnnotationShareUnits]; got != "5000" {
+		t.Errorf("units %q, want 5000 (0.5 of 81920 MiB)", got)
+	}
+	cm := configMap(ctx, t, m1)
+	if cm.Data[syncer.EnvGPUPortion] != "0.5" || cm.Data[syncer.EnvGPUMemoryMiB] != "40960" {
+		t.Errorf("ConfigMap %v, want %s=0.5 and %s=40960", cm.Data, syncer.EnvGPUPortion, syncer.EnvGPUMemoryMiB)
+	}
+	createPod(ctx, t, testobj.Pod("m2", ns).GPUMemory("40960").Obj())
+	m2 := waitForPod(ctx, t, ns, "m2", served)
+	if m2.Labels[syncer.LabelShareGroup] != m1.Labels[syncer.LabelShareGroup] {
+		t.Errorf("two halves on %q and %q, want one GPU", m1.Labels[syncer.LabelShareGroup], m2.Labels[syncer.LabelShareGroup])
+	}
+	createShare(ctx, t, ns, "f", "0.1")
+	f := waitForPod(ctx, t, ns, "f", served)
+	if f.Labels[syncer.LabelShareGroup] == m1.Labels[syncer.LabelShareGroup] {
+		t.Errorf("a full GPU took another share")
+	}
+	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
+}
+
+// With a quota of one GPU, a pod that needs a second reservation stays gated
+// with a Warning naming the quota and its numbers, and is served when room
+// frees: by a larger quota, or by another pod leaving.
+func TestQuotaKeepsPodGatedUntilRoomFrees(t *testing.T) {
+	requireHost(t)
+	ctx := testContext(t, 3*time.Minute)
+	ns := newTeam(ctx, t, "quota", 1)
+
+	createShare(ctx, t, ns, "first", "0.6")
+	first := waitForPod(ctx, t, ns, "first", served)
+	second := createShare(ctx, t, ns, "second", "0.6")
+	note := waitForEvent(ctx, t, second, share.ReasonQuotaExceeded)
+	for _, want := range []string{"exceeded quota", "gpuvc-quota", "requests.nvidia.com/gpu=1", "gpu-fraction 0.6", "most free 0.4", "stays gated"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("quota event %q does not mention %q", note, want)
+		}
+	}
+	if p := waitForPod(ctx, t, ns, "second", func(*corev1.Pod) bool { return true }); !hasGate(p) || len(reservations(ctx, t, ns)) != 1 {
+		t.Fatalf("over quota: gated=%v, reservations %d; want gated and 1", hasGate(p), len(reservations(ctx, t, ns)))
+	}
+
+	// Room by quota: the ResourceQuota watch wakes the controller.
+	q, err := env.cp.Client.CoreV1().ResourceQuotas(ns).Get(ctx, "gpuvc-quota", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Spec.Hard = testobj.Quota("", "", map[string]string{"requests.nvidia.com/gpu": "2"}).Spec.Hard
+	if _, err := env.cp.Client.CoreV1().ResourceQuotas(ns).Update(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForPod(ctx, t, ns, "second", served)
+
+	// Room by a pod leaving: the third reuses the first's GPU.
+	third := createShare(ctx, t, ns, "third", "0.6")
+	waitForEvent(ctx, t, third, share.ReasonQuotaExceeded)
+	deletePod(ctx, t, ns, "first")
+	got := waitForPod(ctx, t, ns, "third", served)
+	if got.Labels[syncer.LabelShareGroup] != first.Labels[syncer.LabelShareGroup] {
+		t.Errorf("third pod on %q, want the first's reservation %q", got.Labels[syncer.LabelShareGroup], first.Labels[syncer.LabelShareGroup])
+	}
+	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
+}
+
+// Team tight allows two pods per shared GPU: three small pods need two GPUs.
+func TestMaxPodsPerGPU(t *testing.T) {
+	requireHost(t)
+	ctx := testContext(t, 3*time.Minute)
+	ns := newTeam(ctx, t, "tight", 2)
+	for _, n := range []string{"a", "b", "c"} {
+		createShare(ctx, t, ns, n, "0.1")
+	}
+	groups := map[string]int{}
+	for _, n := range []string{"a", "b", "c"} {
+		groups[waitForPod(ctx, t, ns, n, served).Labels[syncer.LabelShareGroup]]++
+	}
+	if len(groups) != 2 {
+		t.Errorf("pods per reservation %v, want 2 reservations (at most 2 pods each)", groups)
+	}
+	checkInvariants(ctx, t, ns, maxPodsPerGPU["tight"])
+}
