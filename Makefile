@@ -5,7 +5,12 @@ SHELL := /usr/bin/env bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -X github.com/gpuvc/gpuvc/cmd/gpuvc/commands/version.Version=$(VERSION) \
+# go-nvml resolves libnvidia-ml symbols lazily, after dlopen; Helm's dependencies
+# import Go's plugin package, which makes the linker ask for immediate binding, and
+# the binary would then refuse to start on any machine. -z lazy restores lazy binding.
+LAZY_BINDING := -extldflags=-Wl,-z,lazy
+LDFLAGS := $(LAZY_BINDING) \
+           -X github.com/gpuvc/gpuvc/cmd/gpuvc/commands/version.Version=$(VERSION) \
            -X github.com/gpuvc/gpuvc/cmd/gpuvc/commands/version.Commit=$(COMMIT)
 
 # go-nvml needs cgo; its headers use deprecated declarations.
@@ -13,7 +18,7 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS := -Wno-deprecated-declarations
 # Some loft-sh modules are missing from the checksum database.
 export GONOSUMDB := github.com/loft-sh/*
-export GOFLAGS := -buildvcs=false
+export GOFLAGS := -buildvcs=false -ldflags=$(LAZY_BINDING)
 
 TEST_TIMEOUT ?= 40m
 

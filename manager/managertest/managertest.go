@@ -4,6 +4,7 @@ package managertest
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -84,7 +85,9 @@ func Start(ctx context.Context, cp *localcp.ControlPlane, opts team.Options) (*M
 // API server refuses every pod of a team namespace (failurePolicy Fail).
 func waitServing(ctx context.Context, port int) error {
 	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		// A full TLS handshake, so the server logs no aborted connection.
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", port),
+			&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only probes that the port serves
 		if err != nil {
 			return false, nil
 		}

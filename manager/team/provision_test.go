@@ -10,32 +10,18 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/team"
 )
 
-// exportKubeconfig creates the Secret vCluster itself would write once its control
-// plane runs (kwok pods run no containers, so nobody else will).
 func exportKubeconfig(ctx context.Context, t *testing.T, teamName string) {
 	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["my-vcluster"] = &clientcmdapi.Cluster{Server: "https://localhost:8443", CertificateAuthorityData: []byte("ca")}
-	cfg.AuthInfos["my-vcluster"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte("cert"), ClientKeyData: []byte("key")}
-	cfg.Contexts["my-vcluster"] = &clientcmdapi.Context{Cluster: "my-vcluster", AuthInfo: "my-vcluster"}
-	cfg.CurrentContext = "my-vcluster"
-	b, err := clientcmd.Write(*cfg)
-	require.NoError(t, err)
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "vc-" + teamName, Namespace: gpuvcv1.HostNamespace(teamName)},
-		Data:       map[string][]byte{"config": b},
-	}
-	require.NoError(t, c.Create(ctx, secret))
+	require.NoError(t, managertest.ExportKubeconfig(ctx, host.Client, teamName))
 }
 
 func TestCreateProvisionsEveryHostObjectAndTheVCluster(t *testing.T) {

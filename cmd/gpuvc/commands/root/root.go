@@ -6,6 +6,8 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/dev"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/manager"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/team"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/version"
 )
 
@@ -28,6 +30,8 @@ func NewCommand(streams cli.Streams) *cobra.Command {
 	cmd.AddCommand(
 		version.NewCommand(streams),
 		dev.NewCommand(streams, globals),
+		manager.NewCommand(streams, globals),
+		team.NewCommand(streams, globals),
 	)
 	return cmd
 }

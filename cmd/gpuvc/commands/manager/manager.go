@@ -1,0 +1,155 @@
+// Package manager implements `gpuvc manager`: the controller manager that
+// provisions teams and fences their pods.
+package manager
+
+import (
+	"bytes"
+	"fmt"
+	"text/template"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	gpuvcmanager "github.com/gpuvc/gpuvc/manager"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/team"
+	"github.com/gpuvc/gpuvc/vclusters"
+)
+
+type flags struct {
+	metricsAddr, healthAddr string
+	leaderElect             bool
+	leaderElectionNS        string
+	webhookPort             int
+	webhookCertDir          string
+	webhookURL              string
+	chartRepo, chartVersion string
+	chartDir                string
+	serverURL               string
+	controlPlanePool        string
+	systemPool              string
+	reserveImage            string
+	ephemeral               bool
+	installCRDs             bool
+	devLogs                 bool
+}
+
+// NewCommand returns the manager command.
+func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
+	f := &flags{}
+	cmd := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the gpuvc manager: Team reconciler and pod admission webhook",
+		Long: "Run the gpuvc manager: it provisions every Team (namespace, quota, limits, network policy,\n" +
+			"RBAC, vCluster release, kubeconfig) and serves the pod admission webhook that maps and\n" +
+			"fences GPU requests in team namespaces. It runs in the cluster (see charts/gpuvc) or as a\n" +
+			"local process against any kubeconfig; locally, --webhook-url registers the webhook at that\n" +
+			"address with a fresh self-signed certificate.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd, streams, globals, f) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables it)`)
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" disables them)`)
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader so only one replica acts")
+	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election lease (default: the pod's namespace)")
+	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "port of the pod admission webhook (0 disables it)")
+	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with the webhook's tls.crt and tls.key")
+	fs.StringVar(&f.webhookURL, "webhook-url", "", "outside a cluster: https://<host>:<port> at which the API server reaches this process; writes a serving certificate and registers the webhook")
+	fs.StringVar(&f.chartRepo, "vcluster-chart-repo", "", "vCluster chart repository URL or oci:// reference (default "+vclusters.DefaultRepoURL+")")
+	fs.StringVar(&f.chartVersion, "vcluster-chart-version", vclusters.DefaultChartVersion, "vCluster chart version")
+	fs.StringVar(&f.chartDir, "vcluster-chart-dir", "", "an unpacked vCluster chart to install instead of a published one")
+	fs.StringVar(&f.serverURL, "team-server-url", "", "Go template of the URL teams reach their vCluster at, e.g. https://{{.Team}}.vc.example.com (default: the in-cluster Service URL)")
+	fs.StringVar(&f.controlPlanePool, "control-plane-pool", "", "node pool of vCluster control planes (default: any untainted node)")
+	fs.StringVar(&f.systemPool, "system-pool", "system", "node pool the webhook pins vCluster control-plane pods to")
+	fs.StringVar(&f.reserveImage, "reserve-image", "", "image of fractional-GPU reservation pods (gpuvc reserve)")
+	fs.BoolVar(&f.ephemeral, "ephemeral-vclusters", false, "keep vCluster datastores in emptyDir (no storage provisioner; data lost on restart)")
+	fs.BoolVar(&f.installCRDs, "install-crds", false, "create or update the Team CRD at start")
+	fs.BoolVar(&f.devLogs, "dev-logs", false, "human-readable development logs")
+	return cmd
+}
+
+func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags) error {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(f.devLogs), zap.WriteTo(streams.ErrOut)))
+	ctx := ctrl.SetupSignalHandler()
+	cfg, err := globals.RESTConfig()
+	if err != nil {
+		return err
+	}
+	chart, err := chartSource(f)
+	if err != nil {
+		return err
+	}
+	serverURL, err := serverURLFunc(f.serverURL)
+	if err != nil {
+		return err
+	}
+	if f.installCRDs {
+		if err := installCRDs(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	if f.webhookURL != "" && f.webhookPort != 0 {
+		if err := gpuvcmanager.ServeWebhookAt(ctx, cfg, f.webhookURL, f.webhookCertDir); err != nil {
+			return err
+		}
+	}
+	mgr, err := gpuvcmanager.New(ctx, cfg, gpuvcmanager.Options{
+		MetricsAddr: f.metricsAddr, HealthAddr: f.healthAddr,
+		LeaderElection: f.leaderElect, LeaderElectionNS: f.leaderElectionNS,
+		WebhookPort: f.webhookPort, WebhookCertDir: f.webhookCertDir,
+		SystemPool: f.systemPool,
+		Team: team.Options{
+			Chart:            chart,
+			ServerURL:        serverURL,
+			ControlPlanePool: f.controlPlanePool,
+			Persistence:      vclusters.Persistence{Ephemeral: f.ephemeral},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(streams.ErrOut, "gpuvc manager starting")
+	return mgr.Start(ctx)
+}
+
+func chartSource(f *flags) (vclusters.ChartSource, error) {
+	src := vclusters.ChartSource{Version: f.chartVersion, Dir: f.chartDir}
+	switch {
+	case f.chartRepo == "":
+	case len(f.chartRepo) > 6 && f.chartRepo[:6] == "oci://":
+		src.OCI = f.chartRepo
+	default:
+		src.RepoURL = f.chartRepo
+	}
+	if src.Dir != "" && (src.OCI != "" || src.RepoURL != "") {
+		return src, fmt.Errorf("--vcluster-chart-dir %q and --vcluster-chart-repo %q both set: choose one chart source", src.Dir, f.chartRepo)
+	}
+	return src, src.Validate()
+}
+
+// serverURLFunc turns --team-server-url into a function of the Team; the template
+// sees .Team (name), .Namespace and .Release.
+func serverURLFunc(text string) (func(*gpuvcv1.Team) string, error) {
+	if text == "" {
+		return nil, nil
+	}
+	tmpl, err := template.New("team-server-url").Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("--team-server-url %q is not a valid template: %w", text, err)
+	}
+	data := func(t *gpuvcv1.Team) map[string]string {
+		return map[string]string{"Team": t.Name, "Namespace": gpuvcv1.HostNamespace(t.Name), "Release": team.ReleaseName(t)}
+	}
+	var probe bytes.Buffer
+	if err := tmpl.Execute(&probe, data(&gpuvcv1.Team{})); err != nil {
+		return nil, fmt.Errorf("--team-server-url %q: %w (use .Team, .Namespace or .Release)", text, err)
+	}
+	return func(t *gpuvcv1.Team) string {
+		var b bytes.Buffer
+		_ = tmpl.Execute(&b, data(t))
+		return b.String()
+	}, nil
+}

@@ -1,0 +1,154 @@
+package team
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+)
+
+type createFlags struct {
+	pool                 string
+	gpus                 int32
+	mig                  []string
+	cpu, memory, storage string
+	pods                 int32
+	maxGPUsPerPod        int32
+	fractions            bool
+	maxPodsPerSharedGPU  int32
+	wholeGPUAs           string
+	podSecurity          string
+	members              []string
+	noDefaultDeny        bool
+	egress               []string
+	vclusterVersion      string
+	dryRun               bool
+	out                  *cli.Output
+	waitFlags
+}
+
+func newCreateCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
+	f := &createFlags{out: cli.NewOutput("yaml", "json")}
+	cmd := &cobra.Command{
+		Use:   "create NAME --pool POOL [flags]",
+		Short: "Create a team: its own vCluster, host namespace, GPU quota and node pool",
+		Example: "  gpuvc team create fraud --pool a100 --gpus 4 --mig 1g.10gb=4 --fractions --member Group:fraud-ml --wait\n" +
+			"  gpuvc team create research --pool a100 --mig 3g.40gb=2 --whole-gpu-as 3g.40gb --dry-run > research.yaml",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := f.team(args[0], cmd)
+			if err != nil {
+				return err
+			}
+			if f.dryRun {
+				if err := f.out.Validate(); err != nil {
+					return err
+				}
+				_, err := f.out.PrintStructured(streams.Out, t)
+				return err
+			}
+			c, err := connect(globals)
+			if err != nil {
+				return err
+			}
+			if err := c.Create(cmd.Context(), t); err != nil {
+				return err
+			}
+			fmt.Fprintf(streams.Out, "team/%s created\n", t.Name)
+			if !f.wait {
+				fmt.Fprintf(streams.ErrOut, "the manager provisions it now; follow with `gpuvc team get %s`\n", t.Name)
+				return nil
+			}
+			return waitAndReport(cmd, streams, c, t.Name, f.timeout)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.pool, "pool", "", "node pool the team's GPU pods run on (required)")
+	fs.Int32Var(&f.gpus, "gpus", 0, "whole-GPU quota (nvidia.com/gpu), including GPUs held for fractions")
+	fs.StringArrayVar(&f.mig, "mig", nil, "MIG quota as PROFILE=COUNT, e.g. 1g.10gb=4 (repeatable)")
+	fs.StringVar(&f.cpu, "cpu", "", "CPU request quota, e.g. 64")
+	fs.StringVar(&f.memory, "memory", "", "memory request quota, e.g. 256Gi")
+	fs.StringVar(&f.storage, "storage", "", "storage request quota, e.g. 1Ti")
+	fs.Int32Var(&f.pods, "pods", 0, "maximum number of pods")
+	fs.Int32Var(&f.maxGPUsPerPod, "max-gpus-per-pod", 0, "maximum whole GPUs one pod may request")
+	fs.BoolVar(&f.fractions, "fractions", false, "allow fractional GPUs (gpu-fraction / gpu-memory annotations)")
+	fs.Int32Var(&f.maxPodsPerSharedGPU, "max-pods-per-shared-gpu", 0, "pods sharing one GPU at most (default 8)")
+	fs.StringVar(&f.wholeGPUAs, "whole-gpu-as", "", "serve plain nvidia.com/gpu requests with this MIG profile, e.g. 3g.40gb")
+	fs.StringVar(&f.podSecurity, "pod-security", "", "Pod Security Standard: privileged, baseline (default) or restricted")
+	fs.StringArrayVar(&f.members, "member", nil, "member as User:NAME or Group:NAME (repeatable)")
+	fs.BoolVar(&f.noDefaultDeny, "no-default-deny", false, "do not isolate the team's pods with a default-deny NetworkPolicy")
+	fs.StringArrayVar(&f.egress, "allow-egress", nil, "CIDR the team's pods may reach (repeatable)")
+	fs.StringVar(&f.vclusterVersion, "vcluster-version", "", "vCluster chart version (default: the manager's)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the Team instead of creating it (see -o)")
+	f.out.AddFlag(fs)
+	f.waitFlags.add(cmd, "the team is Ready")
+	_ = cmd.MarkFlagRequired("pool")
+	return cmd
+}
+
+// team builds the Team from the flags, naming the flag at fault on bad input.
+func (f *createFlags) team(name string, cmd *cobra.Command) (*gpuvcv1.Team, error) {
+	t := &gpuvcv1.Team{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gpuvcv1.GroupVersion.String(), Kind: "Team"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       gpuvcv1.TeamSpec{Pool: f.pool, PodSecurity: f.podSecurity},
+	}
+	set := cmd.Flags().Changed
+	if set("gpus") {
+		t.Spec.Quota.GPUs = &f.gpus
+	}
+	if set("pods") {
+		t.Spec.Quota.Pods = &f.pods
+	}
+	if set("max-gpus-per-pod") {
+		t.Spec.MaxGPUsPerPod = &f.maxGPUsPerPod
+	}
+	for _, q := range []struct {
+		flag, value string
+		dst         **resource.Quantity
+	}{{"cpu", f.cpu, &t.Spec.Quota.CPU}, {"memory", f.memory, &t.Spec.Quota.Memory}, {"storage", f.storage, &t.Spec.Quota.Storage}} {
+		if q.value == "" {
+			continue
+		}
+		v, err := resource.ParseQuantity(q.value)
+		if err != nil {
+			return nil, fmt.Errorf("--%s %q is not a quantity (e.g. 64, 500m, 256Gi): %v", q.flag, q.value, err)
+		}
+		*q.dst = &v
+	}
+	for _, m := range f.mig {
+		profile, count, ok := strings.Cut(m, "=")
+		n, err := strconv.ParseInt(count, 10, 32)
+		if !ok || profile == "" || err != nil || n < 0 {
+			return nil, fmt.Errorf("--mig %q: want PROFILE=COUNT with a count ≥ 0, e.g. 1g.10gb=4", m)
+		}
+		if t.Spec.Quota.MIG == nil {
+			t.Spec.Quota.MIG = map[string]int32{}
+		}
+		t.Spec.Quota.MIG[profile] = int32(n)
+	}
+	if f.fractions || f.wholeGPUAs != "" || set("max-pods-per-shared-gpu") {
+		t.Spec.GPUSharing = &gpuvcv1.GPUSharing{Fractions: f.fractions, WholeGPUAs: f.wholeGPUAs, MaxPodsPerSharedGPU: f.maxPodsPerSharedGPU}
+	}
+	for _, m := range f.members {
+		kind, who, ok := strings.Cut(m, ":")
+		if !ok || (kind != "User" && kind != "Group") || who == "" {
+			return nil, fmt.Errorf("--member %q: want User:NAME or Group:NAME", m)
+		}
+		t.Spec.Members = append(t.Spec.Members, gpuvcv1.Member{Kind: kind, Name: who})
+	}
+	if f.noDefaultDeny || len(f.egress) > 0 {
+		deny := !f.noDefaultDeny
+		t.Spec.Network = &gpuvcv1.Network{DefaultDeny: &deny, AllowedEgressCIDRs: f.egress}
+	}
+	if f.vclusterVersion != "" {
+		t.Spec.VCluster = &gpuvcv1.VClusterSpec{ChartVersion: f.vclusterVersion}
+	}
+	return t, nil
+}

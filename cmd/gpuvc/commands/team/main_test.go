@@ -1,0 +1,79 @@
+package team_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/root"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/manager/managertest"
+	"github.com/gpuvc/gpuvc/manager/team"
+)
+
+var host *localcp.ControlPlane
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(run(m))
+}
+
+// run starts a real control plane with kwok nodes and the real manager once; the
+// commands under test talk to it through a kubeconfig, as a platform engineer would.
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	var err error
+	host, err = localcp.Start(ctx, localcp.Options{Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer host.Stop()
+	mgr, err := managertest.Start(ctx, host, team.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer mgr.Stop()
+	return m.Run()
+}
+
+// result is what one gpuvc invocation printed and its exit code.
+type result struct {
+	out, errOut string
+	code        int
+}
+
+// gpuvc runs the real command tree in-process against the local control plane.
+func gpuvc(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	streams := cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	cmd := root.NewCommand(streams)
+	if host != nil {
+		args = append([]string{"--kubeconfig", host.Kubeconfig}, args...)
+	}
+	cmd.SetArgs(args)
+	code := cli.Run(cmd)
+	return result{out: out.String(), errOut: errOut.String(), code: code}
+}
+
+func integration(t *testing.T) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs the local control plane (run without -short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}

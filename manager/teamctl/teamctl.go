@@ -1,0 +1,219 @@
+// Package teamctl is what the `gpuvc team` commands do, as a library: create,
+// apply, wait for, list, delete Teams and fetch a team's kubeconfig on a host
+// cluster. The commands only parse flags and print.
+package teamctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/manager"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/team"
+)
+
+// FieldManager is the server-side apply manager of `gpuvc team apply`.
+const FieldManager = "gpuvc-cli"
+
+// Client talks to a host cluster on behalf of a platform engineer.
+type Client struct{ c client.Client }
+
+// New returns a Client for a host cluster.
+func New(cfg *rest.Config) (*Client, error) {
+	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{c: c}, nil
+}
+
+// ErrNotFound is returned (wrapped) when a Team does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Create creates a Team after checking what the API server cannot (Go validation).
+func (c *Client) Create(ctx context.Context, t *gpuvcv1.Team) error {
+	if errs := t.Validate(); len(errs) > 0 {
+		return fmt.Errorf("team %s is invalid: %w", t.Name, errs.ToAggregate())
+	}
+	if err := c.c.Create(ctx, t); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("team %s already exists: change it with `gpuvc team apply -f` or delete it first", t.Name)
+		}
+		return explain(err)
+	}
+	return nil
+}
+
+// ApplyResult says what Apply did to one Team.
+type ApplyResult string
+
+const (
+	Created    ApplyResult = "created"
+	Configured ApplyResult = "configured"
+	Unchanged  ApplyResult = "unchanged"
+)
+
+// Apply creates or updates a Team with server-side apply.
+func (c *Client) Apply(ctx context.Context, t *gpuvcv1.Team) (ApplyResult, error) {
+	if errs := t.Validate(); len(errs) > 0 {
+		return "", fmt.Errorf("team %s is invalid: %w", t.Name, errs.ToAggregate())
+	}
+	before := &gpuvcv1.Team{}
+	err := c.c.Get(ctx, types.NamespacedName{Name: t.Name}, before)
+	existed := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", err
+	}
+	t = t.DeepCopy()
+	t.TypeMeta = metav1.TypeMeta{APIVersion: gpuvcv1.GroupVersion.String(), Kind: "Team"}
+	t.ResourceVersion, t.ManagedFields, t.Status = "", nil, gpuvcv1.TeamStatus{}
+	//nolint:staticcheck // typed objects with client.Apply: the Team type has no generated apply configuration
+	if err := c.c.Patch(ctx, t, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return "", explain(err)
+	}
+	switch {
+	case !existed:
+		return Created, nil
+	case t.Generation != before.Generation:
+		return Configured, nil
+	default:
+		return Unchanged, nil
+	}
+}
+
+// Get returns a Team.
+func (c *Client) Get(ctx context.Context, name string) (*gpuvcv1.Team, error) {
+	t := &gpuvcv1.Team{}
+	if err := c.c.Get(ctx, types.NamespacedName{Name: name}, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("team %s: %w", name, ErrNotFound)
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+// List returns every Team, sorted by name.
+func (c *Client) List(ctx context.Context) (*gpuvcv1.TeamList, error) {
+	l := &gpuvcv1.TeamList{}
+	if err := c.c.List(ctx, l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Delete deletes a Team; a missing Team is not an error (reported by the bool).
+func (c *Client) Delete(ctx context.Context, name string) (existed bool, err error) {
+	t := &gpuvcv1.Team{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	err = c.c.Delete(ctx, t)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Progress receives a line each time a Team's conditions change while waiting.
+type Progress func(elapsed time.Duration, cond metav1.Condition)
+
+// WaitReady polls a Team until Ready is true for its current generation, reporting
+// every condition change. On timeout the error carries the last Ready message.
+func (c *Client) WaitReady(ctx context.Context, name string, timeout time.Duration, progress Progress) (*gpuvcv1.Team, error) {
+	start := time.Now()
+	seen := map[string]string{}
+	var last *gpuvcv1.Team
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		t, err := c.Get(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		last = t
+		for _, cond := range t.Status.Conditions {
+			key := string(cond.Status) + cond.Reason + cond.Message
+			if seen[cond.Type] != key {
+				seen[cond.Type] = key
+				if progress != nil {
+					progress(time.Since(start), cond)
+				}
+			}
+		}
+		ready := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionReady)
+		return ready != nil && ready.Status == metav1.ConditionTrue && t.Status.ObservedGeneration == t.Generation, nil
+	})
+	if err != nil && last != nil && (wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded)) {
+		why := "no status yet: is the gpuvc manager running?"
+		if r := apimeta.FindStatusCondition(last.Status.Conditions, gpuvcv1.ConditionReady); r != nil {
+			why = r.Reason + ": " + r.Message
+		}
+		return last, fmt.Errorf("team %s not ready after %s: %s", name, timeout, why)
+	}
+	return last, err
+}
+
+// WaitDeleted polls until a Team is gone.
+func (c *Client) WaitDeleted(ctx context.Context, name string, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Get(ctx, name)
+		if errors.Is(err, ErrNotFound) {
+			return true, nil
+		}
+		return false, err
+	})
+	if err != nil {
+		return fmt.Errorf("team %s still deleting after %s: its finalizer waits for the vCluster release and namespace to go (see `gpuvc team get %s`): %w", name, timeout, name, err)
+	}
+	return nil
+}
+
+// Kubeconfig returns the team's kubeconfig from the Secret the manager exports,
+// with its server replaced when server is set.
+func (c *Client) Kubeconfig(ctx context.Context, name, server string) ([]byte, error) {
+	t, err := c.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !apimeta.IsStatusConditionTrue(t.Status.Conditions, gpuvcv1.ConditionKubeconfigReady) {
+		why := "the manager has not reported it yet"
+		if k := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionKubeconfigReady); k != nil {
+			why = k.Reason + ": " + k.Message
+		}
+		return nil, fmt.Errorf("team %s has no kubeconfig yet (%s); wait with `gpuvc team create --wait` or check `gpuvc team get %s`", name, why, name)
+	}
+	s := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: gpuvcv1.HostNamespace(name), Name: team.KubeconfigSecretName}
+	if err := c.c.Get(ctx, key, s); err != nil {
+		return nil, fmt.Errorf("reading secret %s: %w", key, err)
+	}
+	data := s.Data[team.KubeconfigSecretKey]
+	if server == "" {
+		return data, nil
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("secret %s holds no valid kubeconfig: %w", key, err)
+	}
+	for _, cl := range cfg.Clusters {
+		cl.Server = server
+	}
+	return clientcmd.Write(*cfg)
+}
+
+// explain keeps the API server's own validation message, which names the field.
+func explain(err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Reason == metav1.StatusReasonInvalid {
+		return fmt.Errorf("%s", status.Status().Message)
+	}
+	return err
+}
