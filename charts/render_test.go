@@ -129,7 +129,7 @@ func get[T any](t *testing.T, m manifests, kind, name string) *T {
 // valueSets are the configurations every generic test (lint, strict decoding,
 // security contexts) runs on.
 var valueSets = map[string]string{
-	"defaults":        ``,
+	"defaults": ``,
 	"self-managed certificates": `
 certManager: {enabled: false}`,
 	"existing cluster issuer": `
@@ -141,6 +141,12 @@ agent:
   simulate:
     a100: product=NVIDIA-A100-SXM4-80GB,count=8
     h100: product=NVIDIA-H100-80GB-HBM3,count=8`,
+	"kind trial": `
+vcluster: {ephemeral: true}
+agent:
+  simulate:
+    a100: product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced
+  devicePlugin: {enabled: true}`,
 	"one replica without leader election": `
 manager: {replicas: 1, leaderElection: {enabled: false}}`,
 	"custom images": `
@@ -270,6 +276,8 @@ func TestRenderedObjects(t *testing.T) {
 		"simulated agents": concat(core, leaderElection, pdb, metrics, certManager, agentRBAC,
 			[]string{ns("DaemonSet", "gpuvc-agent-a100"), ns("DaemonSet", "gpuvc-agent-h100")}),
 		"one replica without leader election": concat(core, metrics, certManager, agent),
+		"kind trial": concat(core, leaderElection, pdb, metrics, certManager, agentRBAC,
+			[]string{ns("DaemonSet", "gpuvc-agent-a100")}),
 		"metrics off":     concat(core, leaderElection, pdb, certManager, agent),
 		"service monitor": concat(defaults, []string{ns("ServiceMonitor", "gpuvc-manager")}),
 	}
@@ -341,8 +349,9 @@ func TestSecurityContexts(t *testing.T) {
 				if spec.HostNetwork || spec.HostPID || spec.HostIPC {
 					t.Errorf("%s %s uses host namespaces", u.GetKind(), u.GetName())
 				}
+				devicePlugin := u.GetKind() == "DaemonSet" && strings.Contains(values, "devicePlugin: {enabled: true}")
 				for _, v := range spec.Volumes {
-					if v.HostPath != nil {
+					if v.HostPath != nil && !(devicePlugin && v.HostPath.Path == "/var/lib/kubelet/device-plugins") {
 						t.Errorf("%s %s mounts host path %s", u.GetKind(), u.GetName(), v.HostPath.Path)
 					}
 				}
@@ -367,6 +376,12 @@ func TestSecurityContexts(t *testing.T) {
 						t.Errorf("%s %s container %s capabilities %+v: want drop ALL", u.GetKind(), u.GetName(), c.Name, sc.Capabilities)
 					}
 					psc := spec.SecurityContext
+					if devicePlugin {
+						if psc == nil || psc.RunAsUser == nil || *psc.RunAsUser != 0 || psc.SeccompProfile == nil {
+							t.Errorf("device-plugin agent: pod security context %+v: want root with RuntimeDefault seccomp", psc)
+						}
+						continue
+					}
 					if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 						t.Errorf("%s %s: pod security context %+v: want runAsNonRoot and RuntimeDefault seccomp", u.GetKind(), u.GetName(), psc)
 					}
