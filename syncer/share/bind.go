@@ -21,7 +21,10 @@ import (
 // ConfigMap is written, (2) one update of the pod records the assignment, pins it
 // to the reservation's node and removes the gate. Env cannot change after the
 // pod starts, so the ConfigMap must be complete before the gate goes; a restart
-// between (1) and (2) redoes both.
+// between (1) and (2) redoes both. Until (2) the assignment lives only in memory
+// and is recomputed by every reconcile (deterministically, oldest pod first), so
+// a pod waiting for its reservation costs no write and a restart loses nothing
+// that holds a GPU.
 
 // errConfigMapConflict means the pod's ConfigMap exists and gpuvc did not write
 // it: a tenant could have chosen its content, so the pod is not started.
@@ -73,12 +76,13 @@ func (c *Controller) ensureConfigMap(ctx context.Context, sp *sharePod) error {
 	if team := p.Labels[syncer.LabelTeam]; team != "" {
 		want.Labels[syncer.LabelTeam] = team
 	}
-	var have corev1.ConfigMap
-	err := c.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(want), &have)
-	if apierrors.IsNotFound(err) {
-		return c.opts.Client.Create(ctx, want)
+	// Create first: the ConfigMap usually does not exist yet.
+	err := c.opts.Client.Create(ctx, want)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
 	}
-	if err != nil {
+	var have corev1.ConfigMap
+	if err := c.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(want), &have); err != nil {
 		return err
 	}
 	if why := foreign(&have, p.Name); why != "" {
@@ -88,7 +92,7 @@ func (c *Controller) ensureConfigMap(ctx context.Context, sp *sharePod) error {
 		slices.Equal(have.OwnerReferences, want.OwnerReferences) {
 		return nil
 	}
-	// An earlier assignment, or a pod of the same name that was deleted.
+	// An earlier attempt, or a pod of the same name that was deleted.
 	have.Data, have.BinaryData, have.Labels, have.OwnerReferences = want.Data, nil, want.Labels, want.OwnerReferences
 	return c.opts.Client.Update(ctx, &have)
 }
@@ -110,11 +114,9 @@ func foreign(cm *corev1.ConfigMap, pod string) string {
 	return ""
 }
 
-// record writes sp's assignment on the pod and, when bind is set, also pins it to
-// the reservation's node and removes the gate, in one optimistic update: a pod
-// changed meanwhile (or replaced under the same name) is left for the next
-// reconcile.
-func (c *Controller) record(ctx context.Context, sp *sharePod, bind bool) error {
+// bindPod records sp's assignment on the pod, pins it to the reservation's node
+// and removes the gate, in one patch guarded by the pod's UID (uidPatch).
+func (c *Controller) bindPod(ctx context.Context, sp *sharePod) error {
 	orig := sp.pod
 	p := orig.DeepCopy()
 	r := sp.res
@@ -126,15 +128,17 @@ func (c *Controller) record(ctx context.Context, sp *sharePod, bind bool) error 
 	}
 	p.Labels[syncer.LabelShareGroup] = r.name
 	p.Annotations[syncer.AnnotationShareUnits] = strconv.Itoa(sp.units)
-	if bind {
-		p.Annotations[syncer.AnnotationGPUUUID] = r.uuid
-		pinToNode(p, r.node)
-		p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == syncer.GateGPUShare })
-	}
-	if err := c.opts.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	p.Annotations[syncer.AnnotationGPUUUID] = r.uuid
+	pinToNode(p, r.node)
+	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == syncer.GateGPUShare })
+	patch, err := uidPatch(orig, p)
+	if err != nil {
 		return err
 	}
-	sp.pod, sp.fresh, sp.gated = p, false, !bind
+	if err := c.opts.Client.Patch(ctx, p, patch); err != nil {
+		return err
+	}
+	sp.pod, sp.fresh, sp.gated = p, false, false
 	return nil
 }
 

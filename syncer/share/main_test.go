@@ -62,7 +62,7 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	if os.Getenv("GPUVC_TEST_LOG") != "" {
-		ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 1}))
+		ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, time.Now().Format("15:04:05.000"), prefix, args) }, funcr.Options{Verbosity: 1}))
 	} else {
 		ctrl.SetLogger(logr.Discard())
 	}

@@ -2,6 +2,7 @@ package share
 
 import (
 	"fmt"
+	"slices"
 
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
 )
@@ -41,6 +42,19 @@ func (st *teamState) fit(sp *sharePod, maxPods int) (*reservation, int, error) {
 func (st *teamState) assign(sp *sharePod, r *reservation, units int) {
 	sp.res, sp.units, sp.fresh = r, units, true
 	r.shares = append(r.shares, sp)
+}
+
+// drop removes a reservation that could not be created; its shares go back to
+// waiting and are returned.
+func (st *teamState) drop(r *reservation) []*sharePod {
+	st.reservations = slices.DeleteFunc(st.reservations, func(x *reservation) bool { return x == r })
+	delete(st.byName, r.name)
+	for _, sp := range r.shares {
+		sp.res, sp.units, sp.fresh = nil, 0, false
+	}
+	shares := r.shares
+	r.shares = nil
+	return shares
 }
 
 // unschedulable returns a reservation the scheduler cannot place: another one

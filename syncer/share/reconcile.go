@@ -45,6 +45,7 @@ func (o *outcome) requeueAfter(d time.Duration) {
 // state from its pods, give simulated reservations their GPU, place waiting
 // pods, bind the ones whose GPU is known, delete empty reservations.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	began := c.opts.Clock.Now()
 	namespace := req.Name
 	team, err := c.opts.Teams.ShareTeam(ctx, namespace)
 	if errors.Is(err, ErrNotTeamNamespace) {
@@ -59,18 +60,20 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	var out outcome
+	var simulated []*reservation
 	for _, r := range st.reservations {
 		if r.open && r.node != "" && r.uuid == "" && nodes[r.node][LabelSimulated] == "true" {
-			out.fail(c.simulateUUID(ctx, r))
+			simulated = append(simulated, r)
 		}
 	}
-	if err := c.place(ctx, namespace, team, st, estimate, &out); err != nil {
-		out.fail(err)
-	}
+	out.fail(c.simulateUUIDs(ctx, simulated))
+	c.place(ctx, namespace, team, st, estimate, &out)
 	c.serve(ctx, st, &out)
 	c.warn(st)
 	c.collect(ctx, namespace, st, &out)
 	c.report(namespace, team, st)
+	ctrl.LoggerFrom(ctx).V(1).Info("reconciled", "reservations", len(st.reservations), "pending", len(st.pending),
+		"duration", c.opts.Clock.Since(began), "errors", len(out.errs), "retry", out.retry)
 
 	if len(out.errs) > 0 {
 		return ctrl.Result{}, errors.Join(out.errs...)

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuvc/gpuvc/syncer"
@@ -89,29 +88,24 @@ func asQuotaError(err error) (*quotaError, bool) {
 	return &quotaError{detail: msg[i:]}, true
 }
 
-// createReservation creates a reservation pod. A quota refusal is returned as
-// *quotaError.
-func (c *Controller) createReservation(ctx context.Context, namespace string, team Team) (*corev1.Pod, error) {
-	for attempt := 0; ; attempt++ {
-		pod := c.reservationPod(namespace, ReservationPrefix+utilrand.String(8), team)
-		err := c.opts.Client.Create(ctx, pod)
-		if apierrors.IsAlreadyExists(err) && attempt < 3 {
-			continue // a random name taken: draw another
-		}
-		if q, ok := asQuotaError(err); ok {
-			return nil, q
-		}
-		if err != nil {
-			return nil, fmt.Errorf("creating reservation pod in %s: %w", namespace, err)
-		}
-		if !holdsOneGPU(pod) {
-			// An admission webhook changed the GPU request (e.g. a WholeGPUAs
-			// policy mapped it to MIG): such a pod holds no whole GPU to share.
-			_ = c.opts.Client.Delete(ctx, pod)
-			return nil, fmt.Errorf("admission changed reservation %s/%s to request %v instead of %s: 1; exempt reservation pods from GPU mapping", namespace, pod.Name, pod.Spec.Containers[0].Resources.Limits, syncer.ResourceGPU)
-		}
-		return pod, nil
+// createReservation creates a planned reservation pod and returns it as
+// admitted. A quota refusal is returned as *quotaError.
+func (c *Controller) createReservation(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	pod = pod.DeepCopy()
+	err := c.opts.Client.Create(ctx, pod)
+	if q, ok := asQuotaError(err); ok {
+		return nil, q
 	}
+	if err != nil {
+		return nil, fmt.Errorf("creating reservation pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if !holdsOneGPU(pod) {
+		// An admission webhook changed the GPU request (e.g. a WholeGPUAs
+		// policy mapped it to MIG): such a pod holds no whole GPU to share.
+		_ = c.opts.Client.Delete(ctx, pod)
+		return nil, fmt.Errorf("admission changed reservation %s/%s to request %v instead of %s: 1; exempt reservation pods from GPU mapping", pod.Namespace, pod.Name, pod.Spec.Containers[0].Resources.Limits, syncer.ResourceGPU)
+	}
+	return pod, nil
 }
 
 func holdsOneGPU(p *corev1.Pod) bool {

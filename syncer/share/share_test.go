@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -172,4 +173,51 @@ func TestMaxPodsPerGPU(t *testing.T) {
 		t.Errorf("pods per reservation %v, want 2 reservations (at most 2 pods each)", groups)
 	}
 	checkInvariants(ctx, t, ns, maxPodsPerGPU["tight"])
+}
+
+// Quota held by a whole-GPU pod of the team: its deletion wakes the controller
+// and the gated share pod is served.
+func TestWholeGPUPodLeavingFreesQuota(t *testing.T) {
+	requireHost(t)
+	ctx := testContext(t, 3*time.Minute)
+	ns := newTeam(ctx, t, "whole", 1)
+	whole, err := env.cp.Client.CoreV1().Pods(ns).Create(ctx, testobj.Pod("whole", ns).GPUs("1").Obj(), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForPod(ctx, t, ns, whole.Name, isRunning)
+	p := createShare(ctx, t, ns, "half", "0.5")
+	note := waitForEvent(ctx, t, p, share.ReasonQuotaExceeded)
+	if !strings.Contains(note, "the team holds no shared GPU") {
+		t.Errorf("quota event %q does not say the team holds no shared GPU", note)
+	}
+	deletePod(ctx, t, ns, whole.Name)
+	waitForPod(ctx, t, ns, "half", served)
+}
+
+// The controller's pod patches carry the pod's UID: the API server applies one
+// to the pod it was computed from and refuses it on a pod recreated under the
+// same name.
+func TestPatchesOnlyTheSamePod(t *testing.T) {
+	requireHost(t)
+	ctx := testContext(t, time.Minute)
+	ns := newTeam(ctx, t, "uid", 1)
+	p := createShare(ctx, t, ns, "p", "0.5")
+	for _, tc := range []struct {
+		uid     types.UID
+		applies bool
+	}{{"0b0e5e5e-0000-4000-8000-000000000000", false}, {p.UID, true}} {
+		orig := p.DeepCopy()
+		orig.UID = tc.uid
+		mod := orig.DeepCopy()
+		mod.Annotations[syncer.AnnotationGPUUUID] = "GPU-x"
+		patch, err := share.UIDPatch(orig, mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = env.c.Patch(ctx, mod, patch)
+		if (err == nil) != tc.applies {
+			t.Errorf("patch with UID %s: err %v, want applied=%v", tc.uid, err, tc.applies)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,41 +23,74 @@ import (
 // SimulatedUUID is the UUID recorded for the n-th shared GPU of a simulated node.
 func SimulatedUUID(node string, n int) string { return "GPU-sim-" + node + "-" + strconv.Itoa(n) }
 
-// simulateUUID records a simulated UUID on r, which is bound to a simulated node.
-// Choosing and writing are serialised so that two teams' reservations on one
-// node never get the same index.
-func (c *Controller) simulateUUID(ctx context.Context, r *reservation) error {
+// simulateUUIDs records simulated UUIDs on reservations bound to simulated
+// nodes. Choosing and writing are serialised across teams so that two
+// reservations on one node never get the same index.
+func (c *Controller) simulateUUIDs(ctx context.Context, rs []*reservation) error {
+	if len(rs) == 0 {
+		return nil
+	}
 	c.simMu.Lock()
 	defer c.simMu.Unlock()
-	var onNode corev1.PodList
-	if err := c.opts.APIReader.List(ctx, &onNode,
-		client.MatchingLabels{syncer.LabelRole: syncer.RoleReservation},
-		client.MatchingFields{"spec.nodeName": r.node}); err != nil {
-		return fmt.Errorf("listing reservations on node %s: %w", r.node, err)
+	byNode := map[string][]*reservation{}
+	for _, r := range rs {
+		byNode[r.node] = append(byNode[r.node], r)
 	}
-	used := map[int]bool{}
-	prefix := "GPU-sim-" + r.node + "-"
-	for _, p := range onNode.Items {
-		// Terminating reservations still hold their GPU: their index stays taken.
-		rest, ok := strings.CutPrefix(p.Annotations[syncer.AnnotationGPUUUID], prefix)
-		if n, err := strconv.Atoi(rest); ok && err == nil && p.UID != r.pod.UID {
+	uuids := map[*reservation]string{}
+	for node, list := range byNode {
+		var onNode corev1.PodList
+		if err := c.opts.APIReader.List(ctx, &onNode,
+			client.MatchingLabels{syncer.LabelRole: syncer.RoleReservation},
+			client.MatchingFields{"spec.nodeName": node}); err != nil {
+			return fmt.Errorf("listing reservations on node %s: %w", node, err)
+		}
+		used := map[int]bool{}
+		prefix := "GPU-sim-" + node + "-"
+		for _, p := range onNode.Items {
+			// Terminating reservations still hold their GPU: their index stays taken.
+			rest, ok := strings.CutPrefix(p.Annotations[syncer.AnnotationGPUUUID], prefix)
+			if n, err := strconv.Atoi(rest); ok && err == nil {
+				used[n] = true
+			}
+		}
+		n := 0
+		for _, r := range list {
+			for used[n] {
+				n++
+			}
 			used[n] = true
+			uuids[r] = SimulatedUUID(node, n)
 		}
 	}
-	n := 0
-	for used[n] {
-		n++
+	var mu sync.Mutex
+	var errs []error
+	parallel(bindWorkers, len(rs), func(i int) {
+		if err := c.recordUUID(ctx, rs[i], uuids[rs[i]]); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	})
+	if len(errs) > 0 {
+		return errs[0]
 	}
-	uuid := SimulatedUUID(r.node, n)
-	orig := r.pod.DeepCopy()
-	if r.pod.Annotations == nil {
-		r.pod.Annotations = map[string]string{}
+	return nil
+}
+
+func (c *Controller) recordUUID(ctx context.Context, r *reservation, uuid string) error {
+	orig := r.pod
+	p := orig.DeepCopy()
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
 	}
-	r.pod.Annotations[syncer.AnnotationGPUUUID] = uuid
-	if err := c.opts.Client.Patch(ctx, r.pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		r.pod = orig
-		return fmt.Errorf("recording simulated GPU %s on reservation %s/%s: %w", uuid, r.pod.Namespace, r.name, err)
+	p.Annotations[syncer.AnnotationGPUUUID] = uuid
+	patch, err := uidPatch(orig, p)
+	if err == nil {
+		err = c.opts.Client.Patch(ctx, p, patch)
 	}
-	r.uuid = uuid
+	if err != nil {
+		return fmt.Errorf("recording simulated GPU %s on reservation %s/%s: %w", uuid, p.Namespace, r.name, err)
+	}
+	r.pod, r.uuid = p, uuid
 	return nil
 }

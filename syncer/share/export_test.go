@@ -1,0 +1,4 @@
+package share
+
+// UIDPatch exposes uidPatch to the integration tests.
+var UIDPatch = uidPatch
