@@ -13,14 +13,13 @@ func makeSpec(mutate ...func(*Spec)) Spec {
 		Namespace:        "team-fraud",
 		Pool:             "a100",
 		KubeconfigServer: "https://fraud.vc.example.com:443",
+		SyncRealNodes:    true,
 	}
 	for _, m := range mutate {
 		m(&s)
 	}
 	return s
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func resourceList(kv ...string) corev1.ResourceList {
 	l := corev1.ResourceList{}

@@ -3,6 +3,7 @@ package vclusters
 import (
 	"encoding/json"
 	"fmt"
+	"k8s.io/utils/ptr"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -45,7 +46,7 @@ func HelmValues(spec Spec) (map[string]any, error) {
 func buildValues(spec Spec) values {
 	host, _ := serverHost(spec.KubeconfigServer) // validated
 	poolToleration := nodepool.PoolTaint + "=" + spec.Pool + ":" + string(corev1.TaintEffectNoSchedule)
-	return values{
+	v := values{
 		ControlPlane: controlPlaneValues{
 			StatefulSet: statefulSetValues{
 				Image: imageValues{
@@ -70,7 +71,7 @@ func buildValues(spec Spec) values {
 			// below, land only on its nodes; the virtual cluster sees only those.
 			ToHost: toHostValues{Pods: podSyncValues{EnforceTolerations: []string{poolToleration}}},
 			FromHost: fromHostValues{Nodes: nodeSyncValues{
-				Enabled:  true,
+				Enabled:  spec.SyncRealNodes,
 				Selector: nodeSelectorValues{Labels: map[string]string{nodepool.PoolLabel: spec.Pool}},
 			}},
 		},
@@ -81,6 +82,41 @@ func buildValues(spec Spec) values {
 		},
 		Telemetry: telemetryValues{Enabled: false},
 	}
+	if spec.RunAsNonRoot {
+		restrict(&v.ControlPlane)
+	}
+	return v
+}
+
+// nonRootUID is the user the control plane runs as in restricted namespaces.
+const nonRootUID = 12345
+
+// restrict sets the security contexts the "restricted" Pod Security Standard asks of
+// every container: non-root, no privilege escalation, no capabilities, the runtime's
+// default seccomp profile.
+func restrict(cp *controlPlaneValues) {
+	uid := int64(nonRootUID)
+	container := func() *corev1.SecurityContext {
+		return &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			RunAsNonRoot:             ptr.To(true),
+			RunAsUser:                ptr.To(uid),
+			RunAsGroup:               ptr.To(uid),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}
+	}
+	cp.StatefulSet.Security = &securityValues{
+		PodSecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr.To(true),
+			RunAsUser:      ptr.To(uid),
+			RunAsGroup:     ptr.To(uid),
+			FSGroup:        ptr.To(uid),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		ContainerSecurityContext: container(),
+	}
+	cp.Distro = &distroValues{K8s: distroK8sValues{SecurityContext: container()}}
 }
 
 // resources gives exactly the requested requests and limits; nil keeps the chart's.

@@ -122,6 +122,8 @@ func TestLifecycleRealChart(t *testing.T) {
 	vc, err := vclusters.New(cp.Config)
 	require.NoError(t, err)
 	spec := teamSpec(t, func(s *vclusters.Spec) {
+		// Real node sync renders cluster-scoped RBAC: Uninstall must remove it too.
+		s.SyncRealNodes = true
 		s.Namespace = ns
 		s.KubeconfigServer = "https://fraud.vc.gpuvc.test:8443"
 		s.Persistence = vclusters.Persistence{Size: "1Gi"}

@@ -1,6 +1,7 @@
 package vclusters
 
 import (
+	"k8s.io/utils/ptr"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -42,7 +43,7 @@ func TestWorkloadReadiness(t *testing.T) {
 	sts := func(mutate func(*appsv1.StatefulSet)) *workload {
 		s := &appsv1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Name: "fraud", Generation: 2},
-			Spec:       appsv1.StatefulSetSpec{Replicas: ptr(int32(1))},
+			Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To(int32(1))},
 			Status: appsv1.StatefulSetStatus{ObservedGeneration: 2, ReadyReplicas: 1, UpdatedReplicas: 1,
 				CurrentRevision: "fraud-2", UpdateRevision: "fraud-2"},
 		}
@@ -54,7 +55,7 @@ func TestWorkloadReadiness(t *testing.T) {
 	dep := func(mutate func(*appsv1.Deployment)) *workload {
 		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "fraud", Generation: 1},
-			Spec:       appsv1.DeploymentSpec{Replicas: ptr(int32(1))},
+			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(int32(1))},
 			Status:     appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1},
 		}
 		if mutate != nil {

@@ -73,17 +73,17 @@ func TestRenderRealChartObjects(t *testing.T) {
 	for k := range objs {
 		kinds = append(kinds, k)
 	}
-	// Node sync needs read access to host nodes: a ClusterRole; no quota, limit range
+	// Namespaced objects only: no cluster-wide access for the team's control plane
+	// (real node sync, which needs a ClusterRole, is off), and no quota, limit range
 	// or network policy of the chart's own (the manager makes those).
 	for _, want := range []string{"StatefulSet/fraud", "Service/fraud", "Service/fraud-headless",
-		"Secret/vc-config-fraud", "ServiceAccount/vc-fraud", "Role/vc-fraud", "RoleBinding/vc-fraud",
-		"ClusterRole/vc-fraud-v-team-fraud", "ClusterRoleBinding/vc-fraud-v-team-fraud"} {
+		"Secret/vc-config-fraud", "ServiceAccount/vc-fraud", "Role/vc-fraud", "RoleBinding/vc-fraud"} {
 		if _, ok := objs[want]; !ok {
 			t.Errorf("rendered objects lack %s; have %v", want, kinds)
 		}
 	}
 	for k := range objs {
-		for _, banned := range []string{"ResourceQuota/", "LimitRange/", "NetworkPolicy/"} {
+		for _, banned := range []string{"ResourceQuota/", "LimitRange/", "NetworkPolicy/", "ClusterRole/", "ClusterRoleBinding/"} {
 			if strings.HasPrefix(k, banned) {
 				t.Errorf("chart rendered %s: gpuvc turns the chart's policies off", k)
 			}
@@ -190,7 +190,7 @@ func TestRenderRealChartVClusterConfig(t *testing.T) {
 		"server":             {"https://fraud.vc.example.com", cfg.ExportKubeConfig.Server},
 		"context":            {"fraud", cfg.ExportKubeConfig.Context},
 		"enforceTolerations": {[]string{"gpuvc.dev/pool=a100:NoSchedule"}, cfg.Sync.ToHost.Pods.EnforceTolerations},
-		"nodes enabled":      {true, cfg.Sync.FromHost.Nodes.Enabled},
+		"nodes enabled":      {false, cfg.Sync.FromHost.Nodes.Enabled},
 		"node selector":      {map[string]string{"gpuvc.dev/pool": "a100"}, cfg.Sync.FromHost.Nodes.Selector.Labels},
 		"extraSANs":          {[]string{"fraud.vc.example.com"}, cfg.ControlPlane.Proxy.ExtraSANs},
 		"setOwner":           {false, cfg.Experimental.SyncSettings.SetOwner},

@@ -41,6 +41,16 @@ type Spec struct {
 	ControlPlanePool string
 	// Persistence of the control plane's datastore.
 	Persistence Persistence
+	// SyncRealNodes shows the virtual cluster the pool's real nodes (correct
+	// capacity and labels) instead of vCluster's pseudo nodes. It costs isolation:
+	// vCluster's chart then grants the team's control plane cluster-wide
+	// get/list/watch on pods and nodes, so a compromised control plane could read
+	// every other team's pod specs. Off by default.
+	SyncRealNodes bool
+	// RunAsNonRoot runs the control plane's containers as a non-root user with the
+	// settings of the "restricted" Pod Security Standard, so it is admitted into a
+	// namespace that enforces that level.
+	RunAsNonRoot bool
 	// SetOwner makes vCluster set an owner reference from synced host objects to its
 	// Service. False when KAI's pod-grouper must see pods without a foreign owner.
 	SetOwner bool

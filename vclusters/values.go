@@ -20,6 +20,23 @@ type values struct {
 type controlPlaneValues struct {
 	StatefulSet statefulSetValues `json:"statefulSet"`
 	Proxy       proxyValues       `json:"proxy"`
+	Distro      *distroValues     `json:"distro,omitempty"`
+}
+
+// distroValues is controlPlane.distro; gpuvc sets only the security context of the
+// k8s distro's init container (it copies the Kubernetes binaries).
+type distroValues struct {
+	K8s distroK8sValues `json:"k8s"`
+}
+
+type distroK8sValues struct {
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+}
+
+// securityValues is controlPlane.statefulSet.security.
+type securityValues struct {
+	PodSecurityContext       *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+	ContainerSecurityContext *corev1.SecurityContext    `json:"containerSecurityContext,omitempty"`
 }
 
 // statefulSetValues is controlPlane.statefulSet.
@@ -28,6 +45,7 @@ type statefulSetValues struct {
 	Resources   *resourcesValues  `json:"resources,omitempty"`
 	Scheduling  schedulingValues  `json:"scheduling"`
 	Persistence persistenceValues `json:"persistence"`
+	Security    *securityValues   `json:"security,omitempty"`
 }
 
 // imageValues is controlPlane.statefulSet.image.

@@ -60,6 +60,9 @@ func TestTwoTeamsShareNothing(t *testing.T) {
 		_, err := impersonate(t, user, "system:serviceaccounts", "system:serviceaccounts:team-beta").
 			CoreV1().Secrets("team-alpha").Get(ctx, team.KubeconfigSecretName, metav1.GetOptions{})
 		require.True(t, apierrors.IsForbidden(err), "%s read team-alpha's kubeconfig: %v", user, err)
+		_, err = impersonate(t, user, "system:serviceaccounts", "system:serviceaccounts:team-beta").
+			CoreV1().Pods("team-alpha").List(ctx, metav1.ListOptions{})
+		require.True(t, apierrors.IsForbidden(err), "%s listed team-alpha's pods: %v", user, err)
 	}
 	_, err = impersonate(t, "bob").CoreV1().Secrets("team-alpha").Get(ctx, team.KubeconfigSecretName, metav1.GetOptions{})
 	require.True(t, apierrors.IsForbidden(err), "bob (beta) read alpha's kubeconfig: %v", err)

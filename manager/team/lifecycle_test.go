@@ -88,3 +88,17 @@ func TestDeleteRemovesEverything(t *testing.T) {
 	// Deleting again is harmless: the Team is already gone.
 	require.True(t, client.IgnoreNotFound(c.Delete(context.Background(), tm)) == nil)
 }
+
+// TestRestrictedTeamRunsItsControlPlane: a team whose namespace enforces the
+// "restricted" Pod Security Standard still gets its vCluster control plane admitted.
+func TestRestrictedTeamRunsItsControlPlane(t *testing.T) {
+	ctx := integration(t)
+	tm := testobj.Team("strict", "a100").GPUs(1).Obj()
+	tm.Spec.PodSecurity = "restricted"
+	createTeam(ctx, t, tm)
+	got := &gpuvcv1.Team{}
+	get(ctx, t, ns("strict"), got, func() (bool, string) { return conditionTrue(got, gpuvcv1.ConditionVClusterReady) })
+	nsObj := &corev1.Namespace{}
+	require.NoError(t, c.Get(ctx, ns("team-strict"), nsObj))
+	require.Equal(t, "restricted", nsObj.Labels["pod-security.kubernetes.io/enforce"])
+}

@@ -53,6 +53,9 @@ type Options struct {
 	ControlPlanePool string
 	// Persistence of each vCluster's datastore.
 	Persistence vclusters.Persistence
+	// SyncRealNodes shows teams their pool's real nodes; it grants every team's
+	// control plane cluster-wide read of pods (see vclusters.Spec.SyncRealNodes).
+	SyncRealNodes bool
 	// WaitInterval is how often a team whose vCluster is still starting is checked.
 	WaitInterval time.Duration
 }

@@ -31,6 +31,9 @@ func (r *Reconciler) vclusterSpec(t *gpuvcv1.Team) vclusters.Spec {
 		ContextName:      t.Name,
 		ControlPlanePool: r.opts.ControlPlanePool,
 		Persistence:      r.opts.Persistence,
+		SyncRealNodes:    r.opts.SyncRealNodes,
+		// A namespace enforcing "restricted" admits only non-root control planes.
+		RunAsNonRoot: t.Spec.PodSecurity == "restricted",
 		// KAI's pod-grouper must see synced pods without vCluster's owner reference.
 		SetOwner:    false,
 		Chart:       chart,

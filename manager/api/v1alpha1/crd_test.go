@@ -80,6 +80,24 @@ spec:
   members: [{kind: Group, name: fraud-ml}]
 `
 
+// Specs that must be accepted: optional fields absent in every combination the CEL
+// rules look at.
+func TestValidTeamsAreAccepted(t *testing.T) {
+	cases := map[string]string{
+		"minimal":                   "metadata: {name: minimal}\nspec: {pool: a100, quota: {}}",
+		"sharing without fractions": "metadata: {name: mig-only}\nspec: {pool: a100, quota: {mig: {3g.40gb: 2}}, gpuSharing: {wholeGPUAs: 3g.40gb}}",
+		"empty sharing":             "metadata: {name: empty-sharing}\nspec: {pool: a100, quota: {}, gpuSharing: {}}",
+		"max per pod without quota": "metadata: {name: no-quota}\nspec: {pool: a100, quota: {}, maxGPUsPerPod: 2}",
+		"network without CIDRs":     "metadata: {name: open}\nspec: {pool: a100, quota: {}, network: {defaultDeny: false}}",
+	}
+	for name, manifest := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := createTeam(t, manifest)
+			require.NoError(t, err)
+		})
+	}
+}
+
 func TestValidTeamIsAcceptedWithDefaults(t *testing.T) {
 	got, err := createTeam(t, validSpec)
 	require.NoError(t, err)

@@ -41,7 +41,7 @@ type TeamList struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.maxGPUsPerPod) || !has(self.quota.gpus) || self.maxGPUsPerPod <= self.quota.gpus",message="spec.maxGPUsPerPod: cannot exceed spec.quota.gpus; lower maxGPUsPerPod or raise the quota"
 // +kubebuilder:validation:XValidation:rule="!has(self.gpuSharing) || !has(self.gpuSharing.wholeGPUAs) || (has(self.quota.mig) && self.gpuSharing.wholeGPUAs in self.quota.mig)",message="spec.gpuSharing.wholeGPUAs: the MIG profile whole-GPU requests map to needs a quota in spec.quota.mig"
-// +kubebuilder:validation:XValidation:rule="!has(self.gpuSharing) || !self.gpuSharing.fractions || (has(self.quota.gpus) && self.quota.gpus >= 1)",message="spec.gpuSharing.fractions: fractional GPUs are carved from whole GPUs the team holds; set spec.quota.gpus to at least 1"
+// +kubebuilder:validation:XValidation:rule="!has(self.gpuSharing) || !has(self.gpuSharing.fractions) || !self.gpuSharing.fractions || (has(self.quota.gpus) && self.quota.gpus >= 1)",message="spec.gpuSharing.fractions: fractional GPUs are carved from whole GPUs the team holds; set spec.quota.gpus to at least 1"
 type TeamSpec struct {
 	// Members get cluster-admin inside the team's virtual cluster.
 	// +optional

@@ -32,6 +32,7 @@ type flags struct {
 	systemPool              string
 	reserveImage            string
 	ephemeral               bool
+	syncRealNodes           bool
 	installCRDs             bool
 	devLogs                 bool
 }
@@ -66,6 +67,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringVar(&f.systemPool, "system-pool", "system", "node pool the webhook pins vCluster control-plane pods to")
 	fs.StringVar(&f.reserveImage, "reserve-image", "", "image of fractional-GPU reservation pods (gpuvc reserve)")
 	fs.BoolVar(&f.ephemeral, "ephemeral-vclusters", false, "keep vCluster datastores in emptyDir (no storage provisioner; data lost on restart)")
+	fs.BoolVar(&f.syncRealNodes, "sync-real-nodes", false, "show teams their pool's real nodes; costs isolation: every team's vCluster can then read all pods of the host")
 	fs.BoolVar(&f.installCRDs, "install-crds", false, "create or update the Team CRD at start")
 	fs.BoolVar(&f.devLogs, "dev-logs", false, "human-readable development logs")
 	return cmd
@@ -106,6 +108,7 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 			ServerURL:        serverURL,
 			ControlPlanePool: f.controlPlanePool,
 			Persistence:      vclusters.Persistence{Ephemeral: f.ephemeral},
+			SyncRealNodes:    f.syncRealNodes,
 		},
 	})
 	if err != nil {

@@ -1,0 +1,47 @@
+package suite
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Backend is a host cluster with gpuvc installed.
+type Backend interface {
+	Name() string
+	// Kubeconfig is a cluster-admin kubeconfig of the host.
+	Kubeconfig() string
+	Config() *rest.Config
+	Client() kubernetes.Interface
+	// RunsContainers says whether pods really run (kind) or are only marked
+	// Running by kwok (local); without containers no vCluster API server serves.
+	RunsContainers() bool
+	// ExportKubeconfig stands in for vCluster exporting a team's kubeconfig where
+	// no vCluster runs; on a real backend it waits for vCluster to do it.
+	ExportKubeconfig(ctx context.Context, team string) error
+	Stop() error
+}
+
+// dockerAnswers reports whether a Docker engine (not just the CLI) is reachable.
+func dockerAnswers() bool {
+	if _, err := exec.LookPath("docker"); err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return exec.CommandContext(ctx, "docker", "info").Run() == nil
+}
+
+// chooseBackend returns the backend GPUVC_E2E_BACKEND names ("local" or "kind"),
+// else local. The kind backend is chosen only on request until the kind trial
+// lands; dockerAnswers then becomes the default switch.
+func chooseBackend() string {
+	if os.Getenv("GPUVC_E2E_BACKEND") == "kind" {
+		return "kind"
+	}
+	return "local"
+}

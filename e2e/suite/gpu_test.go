@@ -1,0 +1,69 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuvc/gpuvc/e2e/testobj"
+)
+
+// TestGPURequestsLandOnTheRightNodes submits each kind of GPU request a team member
+// writes, with no pool settings of their own, and checks where the host pod lands.
+func TestGPURequestsLandOnTheRightNodes(t *testing.T) {
+	ctx := e2e(t)
+	createTeam(ctx, t, "mapping", "--pool", "a100", "--gpus", "4", "--mig", "1g.10gb=4", "--mig", "2g.20gb=2", "--fractions")
+	cases := map[string]struct {
+		pod      *corev1.Pod
+		wantNode string
+		check    func(t *testing.T, p *corev1.Pod)
+	}{
+		"whole GPU": {pod: testobj.Pod("train", "default").GPUs("1").Obj(), wantNode: "a100-0"},
+		"MIG slice": {pod: testobj.Pod("notebook", "default").MIG("1g.10gb", "1").Obj(), wantNode: "a100-mig-0"},
+		"MIG profile of another GPU model": {
+			pod: testobj.Pod("nvl", "default").MIG("1g.12gb", "1").Obj(), wantNode: "a100-mig-0",
+			check: func(t *testing.T, p *corev1.Pod) {
+				_, mapped := p.Spec.Containers[0].Resources.Limits["nvidia.com/mig-2g.20gb"]
+				require.True(t, mapped, "1g.12gb (H100 NVL) maps to the smallest a100 profile with at least 12 GB: %v", p.Spec.Containers[0].Resources.Limits)
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			created, err := submitPod(ctx, t, "mapping", tc.pod)
+			require.NoError(t, err)
+			// The tenant set no pool: the syncer pinned the pod to the team's pool.
+			require.Equal(t, "a100", created.Spec.NodeSelector["gpuvc.dev/pool"])
+			eventually(ctx, t, name+" running on "+tc.wantNode, func(ctx context.Context) (bool, string) {
+				p, err := backend.Client().CoreV1().Pods(created.Namespace).Get(ctx, created.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				if tc.check != nil {
+					tc.check(t, p)
+				}
+				return p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == tc.wantNode,
+					fmt.Sprintf("phase %s on %q", p.Status.Phase, p.Spec.NodeName)
+			})
+		})
+	}
+
+	t.Run("fraction is gated for the share controller", func(t *testing.T) {
+		created, err := submitPod(ctx, t, "mapping", testobj.Pod("half", "default").Annotation("gpu-fraction", "0.5").Obj())
+		require.NoError(t, err)
+		require.NotEmpty(t, created.Spec.SchedulingGates, "a fractional pod waits for its share")
+		_, asksGPU := created.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]
+		require.False(t, asksGPU && !created.Spec.Containers[0].Resources.Limits.Name("nvidia.com/gpu", "").IsZero(),
+			"a fractional pod requests no whole GPU itself")
+	})
+
+	t.Run("over the quota is refused", func(t *testing.T) {
+		_, err := submitPod(ctx, t, "mapping", testobj.Pod("greedy", "default").GPUs("5").Obj())
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "nvidia.com/gpu")
+	})
+}

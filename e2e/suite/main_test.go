@@ -1,0 +1,114 @@
+package suite
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	backend  Backend
+	gpuvcBin string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "gpuvc-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if gpuvcBin, err = buildGPUVC(ctx, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	switch chooseBackend() {
+	case "kind":
+		backend, err = startKind(ctx, gpuvcBin)
+	default:
+		if dockerAnswers() {
+			fmt.Fprintln(os.Stderr, "e2e: a Docker engine answers, but the kind backend is opt-in (GPUVC_E2E_BACKEND=kind); using the local control plane")
+		} else {
+			fmt.Fprintln(os.Stderr, "e2e: no Docker engine answers: running on the local control plane (kwok GPU nodes); checks that need running containers skip")
+		}
+		backend, err = startLocal(ctx, gpuvcBin)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: starting the backend:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "e2e: backend %s\n", backend.Name())
+	code := m.Run()
+	if err := backend.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: stopping the backend:", err)
+		code = 1
+	}
+	return code
+}
+
+// buildGPUVC builds the gpuvc binary the way the Makefile does, so the suite runs
+// the real binary as a separate process.
+func buildGPUVC(ctx context.Context, dir string) (string, error) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	out := filepath.Join(dir, "gpuvc")
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", out, "./cmd/gpuvc")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building gpuvc: %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+// result of one gpuvc invocation.
+type result struct {
+	out, errOut string
+	code        int
+}
+
+// gpuvc runs the built binary against the backend, as a platform engineer would.
+func gpuvc(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gpuvcBin, append([]string{"--kubeconfig", backend.Kubeconfig()}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if exit, ok := err.(*exec.ExitError); ok {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running gpuvc %s: %v", strings.Join(args, " "), err)
+	}
+	return result{out: out.String(), errOut: errOut.String(), code: code}
+}
+
+func e2e(t *testing.T) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test (run without -short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
