@@ -81,6 +81,8 @@ type Controller struct {
 	// firstSeen: per namespace, when the watch first delivered each share pod
 	// (see latency.go).
 	firstSeen map[string]map[types.UID]time.Time
+	// blocks: per namespace, the last quota refusal (see quota.go).
+	blocks map[string]quotaBlock
 }
 
 // New returns a share controller; add it to a manager with SetupWithManager.
@@ -115,5 +117,5 @@ func New(opts Options) (*Controller, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Controller{opts: opts, emptySince: map[string]map[types.UID]time.Time{}, firstSeen: map[string]map[types.UID]time.Time{}}, nil
+	return &Controller{opts: opts, emptySince: map[string]map[types.UID]time.Time{}, firstSeen: map[string]map[types.UID]time.Time{}, blocks: map[string]quotaBlock{}}, nil
 }

@@ -56,7 +56,7 @@ func (c *Controller) place(ctx context.Context, namespace string, team Team, st 
 		}
 		st.assign(sp, r, units)
 	}
-	c.create(ctx, team, st, planned, out)
+	c.create(ctx, namespace, team, st, planned, out)
 }
 
 // createWorkers bounds the reservations created at once. Once the quota
@@ -66,13 +66,21 @@ const createWorkers = 4
 // create creates the planned reservations together (a burst needing several
 // GPUs should not wait for them one by one). A reservation the API server
 // refuses is dropped with its shares: those pods wait and are placed again by
-// the next reconcile, oldest first.
-func (c *Controller) create(ctx context.Context, team Team, st *teamState, planned []*reservation, out *outcome) {
+// the next reconcile, oldest first. After a quota refusal see quota.go.
+func (c *Controller) create(ctx context.Context, namespace string, team Team, st *teamState, planned []*reservation, out *outcome) {
+	if len(planned) == 0 {
+		return
+	}
+	quotas, err := c.quotaFingerprint(ctx, namespace)
+	if err != nil {
+		out.fail(err)
+		quotas = ""
+	}
 	var blocked atomic.Pointer[quotaError]
 	errs := make([]error, len(planned))
-	parallel(createWorkers, len(planned), func(i int) {
-		if blocked.Load() != nil {
-			errs[i] = blocked.Load()
+	try := func(i int) {
+		if q := blocked.Load(); q != nil {
+			errs[i] = q
 			return
 		}
 		pod, err := c.createReservation(ctx, planned[i].pod)
@@ -84,7 +92,17 @@ func (c *Controller) create(ctx context.Context, team Team, st *teamState, plann
 			planned[i].pod = pod
 		}
 		errs[i] = err
-	})
+	}
+	first := 0
+	switch last, holds, probe := c.lastBlock(namespace, quotas); {
+	case holds:
+		blocked.Store(last.detail)
+	case probe:
+		try(0) // the last attempt was refused: one alone first
+		first = 1
+	}
+	parallel(createWorkers, len(planned)-first, func(i int) { try(first + i) })
+
 	var waiting []*sharePod
 	for i, r := range planned {
 		if errs[i] != nil {
@@ -97,6 +115,11 @@ func (c *Controller) create(ctx context.Context, team Team, st *teamState, plann
 		}
 	}
 	q := blocked.Load()
+	if q == nil {
+		c.setBlock(namespace, nil)
+	} else if _, holds, _ := c.lastBlock(namespace, quotas); !holds {
+		c.setBlock(namespace, &quotaBlock{quotas: quotas, detail: q, at: c.opts.Clock.Now()})
+	}
 	for _, sp := range waiting {
 		if q != nil {
 			c.wait(sp, out, ReasonQuotaExceeded, fmt.Sprintf(quotaMessage, team.Name, sp.req, st.summary(), q.detail))

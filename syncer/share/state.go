@@ -2,8 +2,10 @@ package share
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -162,6 +164,9 @@ func (st *teamState) observeShare(p *corev1.Pod, maxPods int) {
 		return // holds no GPU, or will not run
 	}
 	req, err := request(p)
+	if err == nil && isGated && !strings.HasPrefix(p.Annotations[syncer.AnnotationShareConfigMap], syncer.ShareConfigMapPrefix) {
+		err = fmt.Errorf("annotation %s=%q does not name a share ConfigMap (%s...)", syncer.AnnotationShareConfigMap, p.Annotations[syncer.AnnotationShareConfigMap], syncer.ShareConfigMapPrefix)
+	}
 	if err != nil {
 		if isGated {
 			st.invalid = append(st.invalid, invalidPod{p, err})

@@ -163,6 +163,14 @@ func TestObserve(t *testing.T) {
 			}()},
 			want: view{Shares: map[string]map[string]int{}, Invalid: []string{"bad"}},
 		},
+		"no share ConfigMap named": {
+			pods: []corev1.Pod{func() corev1.Pod {
+				p := sharePodObj("nocm", 1, "0.5", "", 0, true)
+				delete(p.Annotations, syncer.AnnotationShareConfigMap)
+				return p
+			}()},
+			want: view{Shares: map[string]map[string]int{}, Invalid: []string{"nocm"}},
+		},
 		"pods gpuvc never served are ignored": {
 			pods: []corev1.Pod{sharePodObj("old", 1, "0.5", "", 0, false)},
 			want: view{Shares: map[string]map[string]int{}},
