@@ -3,10 +3,8 @@ package deviceplugin
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,57 +12,33 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/kind/deviceplugin/fakekubelet"
 )
 
-// fakeKubelet serves the kubelet's Registration service on kubelet.sock and
-// records every registration.
-type fakeKubelet struct {
-	pluginapi.UnimplementedRegistrationServer
-	srv  *grpc.Server
-	regs chan *pluginapi.RegisterRequest
-}
-
-func startKubelet(t *testing.T, dir string) *fakeKubelet {
+func startKubelet(t *testing.T, dir string) *fakekubelet.Kubelet {
 	t.Helper()
-	lis, err := net.Listen("unix", filepath.Join(dir, KubeletSocket))
+	k, err := fakekubelet.Start(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &fakeKubelet{srv: grpc.NewServer(), regs: make(chan *pluginapi.RegisterRequest, 64)}
-	pluginapi.RegisterRegistrationServer(k.srv, k)
-	go func() { _ = k.srv.Serve(lis) }()
-	t.Cleanup(k.srv.Stop)
+	t.Cleanup(k.Stop)
 	return k
 }
 
-func (k *fakeKubelet) Register(_ context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
-	k.regs <- req
-	return &pluginapi.Empty{}, nil
-}
-
-// waitRegistrations returns the registrations received until every wanted
-// resource has registered, failing at the deadline.
-func (k *fakeKubelet) waitRegistrations(t *testing.T, want []string) map[string]*pluginapi.RegisterRequest {
+// waitRegistrations waits (20 s at most) until every resource has registered.
+func waitRegistrations(t *testing.T, k *fakekubelet.Kubelet, names []string) map[string]*pluginapi.RegisterRequest {
 	t.Helper()
-	got := map[string]*pluginapi.RegisterRequest{}
-	deadline := time.After(20 * time.Second)
-	for len(got) < len(want) {
-		select {
-		case r := <-k.regs:
-			if !slices.Contains(want, r.ResourceName) {
-				t.Fatalf("unexpected registration of %q", r.ResourceName)
-			}
-			got[r.ResourceName] = r
-		case <-deadline:
-			t.Fatalf("registered %d of %v before the deadline", len(got), want)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	regs, err := k.WaitRegistrations(ctx, names...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return got
+	return regs
 }
 
 // shortDir is a temporary folder with a short path: unix socket paths are
@@ -81,12 +55,12 @@ func shortDir(t *testing.T) string {
 
 func dial(t *testing.T, dir, endpoint string) pluginapi.DevicePluginClient {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+filepath.Join(dir, endpoint), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c, conn, err := (&fakekubelet.Kubelet{Dir: dir}).Dial(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return pluginapi.NewDevicePluginClient(conn)
+	return c
 }
 
 // testInventory: GPU 0 in MIG all-balanced (2x1g.10gb, 2g.20gb, 3g.40gb), GPU 1 whole.
@@ -152,7 +126,7 @@ func TestServeRegistersServesAndReregisters(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- Serve(ctx, Options{Dir: dir, Inventory: inv}) }()
 
-	regs := kubelet.waitRegistrations(t, names)
+	regs := waitRegistrations(t, kubelet, names)
 	for _, name := range names {
 		r := regs[name]
 		wantEndpoint := "gpuvc-" + strings.TrimPrefix(name, "nvidia.com/") + ".sock"
@@ -193,14 +167,14 @@ func TestServeRegistersServesAndReregisters(t *testing.T) {
 
 	// The kubelet restarts: it stops, deletes the plugin sockets and
 	// recreates kubelet.sock. The plugin must register again.
-	kubelet.srv.Stop()
+	kubelet.Stop()
 	for _, name := range names {
 		if err := os.Remove(filepath.Join(dir, regs[name].Endpoint)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	restarted := startKubelet(t, dir)
-	regs = restarted.waitRegistrations(t, names)
+	regs = waitRegistrations(t, restarted, names)
 	if _, err := oldStream.Recv(); err == nil {
 		t.Error("the ListAndWatch stream of the old plugin generation is still open")
 	}
@@ -208,10 +182,8 @@ func TestServeRegistersServesAndReregisters(t *testing.T) {
 	if ids, _ := listDevices(ctx, t, c); !cmp.Equal(want["nvidia.com/mig-1g.10gb"], ids) {
 		t.Errorf("after the kubelet restart ListAndWatch = %v, want %v", ids, want["nvidia.com/mig-1g.10gb"])
 	}
-	select {
-	case r := <-kubelet.regs:
+	if r, ok := kubelet.Pending(); ok {
 		t.Errorf("the stopped kubelet got a registration of %s", r.ResourceName)
-	default:
 	}
 
 	cancel()
@@ -248,7 +220,7 @@ func TestServeWaitsForKubelet(t *testing.T) {
 		t.Fatalf("the plugin never served: %v", err)
 	}
 	kubelet := startKubelet(t, dir)
-	regs := kubelet.waitRegistrations(t, []string{"nvidia.com/gpu"})
+	regs := waitRegistrations(t, kubelet, []string{"nvidia.com/gpu"})
 	ids, _ := listDevices(ctx, t, dial(t, dir, regs["nvidia.com/gpu"].Endpoint))
 	if len(ids) != 4 {
 		t.Errorf("devices = %v, want 4", ids)

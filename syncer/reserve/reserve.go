@@ -143,7 +143,8 @@ func Run(ctx context.Context, o Options) error {
 
 // Annotate sets UUIDAnnotation on the pod with a merge patch (field manager
 // FieldManager), retrying transient API errors briefly. The pod must exist:
-// the patch never creates one. Needs get and patch on pods in its namespace.
+// the patch never creates one. An annotation naming another GPU is an error,
+// never overwritten. Needs get and patch on pods in its namespace.
 func Annotate(ctx context.Context, c kubernetes.Interface, namespace, name, uuid string) error {
 	pods := c.CoreV1().Pods(namespace)
 	pod, err := pods.Get(ctx, name, metav1.GetOptions{})
@@ -153,8 +154,15 @@ func Annotate(ctx context.Context, c kubernetes.Interface, namespace, name, uuid
 	if err != nil {
 		return fmt.Errorf("reading pod %s/%s: %w", namespace, name, err)
 	}
-	if pod.Annotations[UUIDAnnotation] == uuid {
+	switch old := pod.Annotations[UUIDAnnotation]; old {
+	case uuid:
 		return nil
+	case "":
+	default:
+		// A container restart keeps the pod's GPU, so a different UUID was
+		// written by someone else (e.g. the share controller on a node it
+		// thinks is simulated); share pods may already use it.
+		return fmt.Errorf("pod %s/%s already records %s=%s but this container holds GPU %s: refusing to change it", namespace, name, UUIDAnnotation, old, uuid)
 	}
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{

@@ -206,10 +206,14 @@ func TestRunFailures(t *testing.T) {
 			"finding the reserved GPU: NVML reports 0 GPUs"},
 		"pod missing": {Options{Namespace: "ns", Name: "gone", UUID: func() (string, error) { return "GPU-0", nil }},
 			"pod ns/gone not found"},
+		"other GPU recorded": {Options{Namespace: "ns", Name: "taken", UUID: func() (string, error) { return "GPU-0", nil }},
+			"already records gpuvc.dev/gpu-uuid=GPU-sim-n-0 but this container holds GPU GPU-0"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			tc.opts.Client = fake.NewClientset(reservationPod("ns", "p"))
+			taken := reservationPod("ns", "taken")
+			taken.Annotations = map[string]string{UUIDAnnotation: "GPU-sim-n-0"}
+			tc.opts.Client = fake.NewClientset(reservationPod("ns", "p"), taken)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			err := Run(ctx, tc.opts)

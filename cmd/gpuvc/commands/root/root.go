@@ -4,9 +4,11 @@ package root
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/dev"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/manager"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/reserve"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/team"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/version"
 )
@@ -30,6 +32,8 @@ func NewCommand(streams cli.Streams) *cobra.Command {
 	cmd.AddCommand(
 		version.NewCommand(streams),
 		dev.NewCommand(streams, globals),
+		agent.NewCommand(streams, globals),
+		reserve.NewCommand(streams, globals),
 		manager.NewCommand(streams, globals),
 		team.NewCommand(streams, globals),
 	)

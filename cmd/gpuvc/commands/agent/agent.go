@@ -1,0 +1,185 @@
+// Package agent implements `gpuvc agent`, the node inventory publisher.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2/textlogger"
+
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/kind/deviceplugin"
+	"github.com/gpuvc/gpuvc/syncer/nodeagent"
+)
+
+// NodeNameEnv is where the node name comes from by default (downward API:
+// spec.nodeName).
+const NodeNameEnv = "NODE_NAME"
+
+type flags struct {
+	nodeName        string
+	simulate        string
+	migStrategy     string
+	gfd             string
+	interval        time.Duration
+	once            bool
+	devicePlugin    bool
+	devicePluginDir string
+	verbosity       int
+}
+
+// NewCommand returns the agent command. --node-name defaults to $NODE_NAME as
+// it is when the command is built.
+func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
+	f := &flags{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Publish this node's GPU inventory on its Node: annotation gpuvc.dev/gpu-inventory and GFD-style labels",
+		Long: "Publish this node's GPU inventory on its Node object: the JSON annotation\n" +
+			"gpuvc.dev/gpu-inventory and, unless GPU Feature Discovery labels the node, the labels\n" +
+			"GFD would set (nvidia.com/gpu.product, ...). GPUs are read with NVML, or simulated with\n" +
+			"--simulate on nodes without GPUs; --device-plugin then also serves the simulated GPUs\n" +
+			"to the kubelet as nvidia.com/gpu and nvidia.com/mig-<profile> (mixed strategy).\n" +
+			"Needs RBAC get and patch on nodes.",
+		Example: "  gpuvc agent --node-name=$(NODE_NAME)\n" +
+			"  gpuvc agent --simulate product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced --device-plugin",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), streams, globals, f) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.nodeName, "node-name", os.Getenv(NodeNameEnv), "the Node this agent runs on (default $"+NodeNameEnv+", from the downward API's spec.nodeName)")
+	fs.StringVar(&f.simulate, "simulate", "", "simulate GPUs instead of reading NVML: product=<name>,count=<n>[,mig=<layout>[;<layout per GPU>...]][,memory=<MiB>][,seed=<s>] (seed defaults to the node name)")
+	fs.StringVar(&f.migStrategy, "mig-strategy", string(inventory.StrategyMixed), "MIG strategy of the published labels: none, single or mixed")
+	fs.StringVar(&f.gfd, "gfd", string(nodeagent.GFDAuto), "is GPU Feature Discovery labelling the node: auto (detect), present (write no nvidia.com/ labels) or absent")
+	fs.DurationVar(&f.interval, "interval", time.Minute, "time between two publications")
+	fs.BoolVar(&f.once, "once", false, "publish once, print the result and exit")
+	fs.BoolVar(&f.devicePlugin, "device-plugin", false, "also serve the simulated GPUs to the kubelet through the device-plugin API (needs --simulate)")
+	fs.StringVar(&f.devicePluginDir, "device-plugin-dir", deviceplugin.DefaultDir, "the kubelet's device-plugin folder (holds kubelet.sock)")
+	fs.IntVar(&f.verbosity, "v", 0, "log verbosity")
+	return cmd
+}
+
+// config is what the flags resolve to.
+type config struct {
+	source   inventory.Source
+	spec     *inventory.Spec // set with --simulate
+	strategy inventory.Strategy
+	gfd      nodeagent.GFDMode
+}
+
+// validate checks every flag before anything talks to NVML or the API server.
+func (f *flags) validate() (config, error) {
+	var c config
+	if f.nodeName == "" {
+		return c, fmt.Errorf("no node name: set --node-name or $%s (downward API: spec.nodeName)", NodeNameEnv)
+	}
+	switch s := inventory.Strategy(f.migStrategy); s {
+	case inventory.StrategyNone, inventory.StrategySingle, inventory.StrategyMixed:
+		c.strategy = s
+	default:
+		return c, fmt.Errorf("--mig-strategy %q is not one of none, single, mixed", f.migStrategy)
+	}
+	var err error
+	if c.gfd, err = nodeagent.ParseGFDMode(f.gfd); err != nil {
+		return c, fmt.Errorf("--gfd: %w", err)
+	}
+	if f.interval <= 0 {
+		return c, fmt.Errorf("--interval %v must be positive", f.interval)
+	}
+	if f.devicePlugin && f.simulate == "" {
+		return c, errors.New("--device-plugin serves simulated GPUs only: add --simulate (real GPUs need NVIDIA's device plugin)")
+	}
+	if f.devicePlugin && f.once {
+		return c, errors.New("--device-plugin must keep running for the kubelet: drop --once")
+	}
+	if f.simulate == "" {
+		c.source = inventory.NVML{Lib: nvml.New()}
+		return c, nil
+	}
+	spec, err := nodeagent.ParseSpec(f.simulate)
+	if err != nil {
+		return c, fmt.Errorf("--simulate %q: %w", f.simulate, err)
+	}
+	if spec.Seed == "" {
+		spec.Seed = f.nodeName
+	}
+	c.spec, c.source = &spec, spec
+	return c, nil
+}
+
+func run(ctx context.Context, streams cli.Streams, globals *cli.Globals, f *flags) error {
+	c, err := f.validate()
+	if err != nil {
+		return err
+	}
+	// Local problems (no driver) first, before the API server configuration.
+	if _, err := c.source.Inventory(); err != nil {
+		return hint(fmt.Errorf("reading the GPUs of node %q: %w", f.nodeName, err))
+	}
+	cfg, err := globals.RESTConfig()
+	if err != nil {
+		return fmt.Errorf("API server configuration (kubeconfig or in-cluster): %w", err)
+	}
+	cfg.UserAgent = "gpuvc-agent"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(streams.ErrOut), textlogger.Verbosity(f.verbosity)))
+	ctx = logr.NewContext(ctx, log)
+	agent := nodeagent.Agent{
+		Source:    c.source,
+		Publisher: nodeagent.Publisher{Client: client, NodeName: f.nodeName, Strategy: c.strategy, GFD: c.gfd},
+		Interval:  f.interval,
+	}
+	if f.once {
+		res, err := agent.Once(ctx)
+		if err != nil {
+			return hint(err)
+		}
+		_, err = fmt.Fprintln(streams.Out, res)
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if !f.devicePlugin {
+		return hint(agent.Run(ctx))
+	}
+	inv, err := inventory.Simulate(*c.spec)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() { errs <- hint(agent.Run(ctx)) }()
+	go func() {
+		err := deviceplugin.Serve(ctx, deviceplugin.Options{Dir: f.devicePluginDir, Inventory: inv})
+		if err != nil {
+			err = fmt.Errorf("device plugin: %w", err)
+		}
+		errs <- err
+	}()
+	first := <-errs // the first to end (an error, or nil once ctx ended) ends both
+	cancel()
+	return errors.Join(first, <-errs)
+}
+
+// hint adds what to do about a missing driver.
+func hint(err error) error {
+	if errors.Is(err, inventory.ErrNoDriver) {
+		return fmt.Errorf("%w; on a node without NVIDIA GPUs (kind, kwok) simulate them with --simulate product=<GFD product>,count=<n>[,mig=<layout>]", err)
+	}
+	return err
+}

@@ -1,0 +1,85 @@
+// Package reserve implements `gpuvc reserve`, the entrypoint of GPU
+// reservation pods.
+package reserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2/textlogger"
+
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/syncer/reserve"
+)
+
+type flags struct {
+	simulate     bool
+	podName      string
+	podNamespace string
+}
+
+// NewCommand returns the reserve command. --pod-name and --pod-namespace
+// default to $POD_NAME and $POD_NAMESPACE as they are when the command is built.
+func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
+	f := &flags{}
+	cmd := &cobra.Command{
+		Use:   "reserve",
+		Short: "Reservation pod entrypoint: record the pod's one GPU in annotation gpuvc.dev/gpu-uuid, then hold it until SIGTERM",
+		Long: "Run as the only process of a GPU reservation pod (nvidia.com/gpu: 1). It reads the UUID of\n" +
+			"the one GPU the container sees (NVML; with --simulate, $NVIDIA_VISIBLE_DEVICES as the gpuvc\n" +
+			"device plugin sets it), writes it to the pod's own annotation gpuvc.dev/gpu-uuid and then\n" +
+			"blocks until SIGTERM, holding the GPU. It fails when the container sees no GPU or more than\n" +
+			"one. Needs RBAC get and patch on pods in its namespace.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), streams, globals, f) },
+	}
+	fs := cmd.Flags()
+	fs.BoolVar(&f.simulate, "simulate", false, "no NVML: take the GPU UUID from $"+reserve.VisibleDevicesEnv+" (simulated nodes running the gpuvc device plugin)")
+	fs.StringVar(&f.podName, "pod-name", os.Getenv(reserve.PodNameEnv), "this pod's name (default $"+reserve.PodNameEnv+", downward API metadata.name)")
+	fs.StringVar(&f.podNamespace, "pod-namespace", os.Getenv(reserve.PodNamespaceEnv), "this pod's namespace (default $"+reserve.PodNamespaceEnv+", downward API metadata.namespace)")
+	return cmd
+}
+
+func run(ctx context.Context, streams cli.Streams, globals *cli.Globals, f *flags) error {
+	if f.podName == "" || f.podNamespace == "" {
+		return fmt.Errorf("this pod's name and namespace are required: set $%s and $%s from the downward API (or --pod-name, --pod-namespace)", reserve.PodNameEnv, reserve.PodNamespaceEnv)
+	}
+	uuid := func() (string, error) {
+		u, err := reserve.NVMLUUID(nvml.New())
+		if errors.Is(err, inventory.ErrNoDriver) {
+			err = fmt.Errorf("%w; on a simulated node (gpuvc device plugin) run `gpuvc reserve --simulate`", err)
+		}
+		return u, err
+	}
+	if f.simulate {
+		uuid = func() (string, error) { return reserve.VisibleDevicesUUID(os.LookupEnv(reserve.VisibleDevicesEnv)) }
+	}
+	// Find the GPU before anything else: a local problem is the likelier one.
+	id, err := uuid()
+	if err != nil {
+		return fmt.Errorf("finding the reserved GPU: %w", err)
+	}
+	cfg, err := globals.RESTConfig()
+	if err != nil {
+		return fmt.Errorf("API server configuration (kubeconfig or in-cluster): %w", err)
+	}
+	cfg.UserAgent = "gpuvc-reserve"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx = logr.NewContext(ctx, textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(streams.ErrOut))))
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return reserve.Run(ctx, reserve.Options{Client: client, Namespace: f.podNamespace, Name: f.podName,
+		UUID: func() (string, error) { return id, nil }})
+}

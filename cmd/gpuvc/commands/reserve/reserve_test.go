@@ -1,0 +1,123 @@
+package reserve
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	"github.com/gpuvc/gpuvc/syncer/reserve"
+)
+
+func offlineKubeconfig(t *testing.T) *cli.Globals {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	const cfg = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &cli.Globals{Kubeconfig: path}
+}
+
+func execute(t *testing.T, args ...string) error {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := NewCommand(cli.Streams{Out: &out, ErrOut: &out}, offlineKubeconfig(t))
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	return cmd.ExecuteContext(context.Background())
+}
+
+// unsetenv removes a variable for the test; t.Setenv restores it afterwards.
+func unsetenv(t *testing.T, key string) {
+	t.Helper()
+	t.Setenv(key, "")
+	if err := os.Unsetenv(key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReserveErrors(t *testing.T) {
+	tests := map[string]struct {
+		env  map[string]string
+		args []string
+		want []string
+	}{
+		"no pod identity": {env: map[string]string{reserve.PodNameEnv: "", reserve.PodNamespaceEnv: ""},
+			want: []string{"POD_NAME", "POD_NAMESPACE", "downward API"}},
+		"simulate without env": {env: map[string]string{reserve.PodNameEnv: "p", reserve.PodNamespaceEnv: "ns"},
+			args: []string{"--simulate"}, want: []string{"NVIDIA_VISIBLE_DEVICES is not set"}},
+		"simulate with two GPUs": {env: map[string]string{reserve.PodNameEnv: "p", reserve.PodNamespaceEnv: "ns", reserve.VisibleDevicesEnv: "GPU-a,GPU-b"},
+			args: []string{"--simulate"}, want: []string{"names 2 GPUs", "exactly one"}},
+		"simulate with all": {env: map[string]string{reserve.PodNameEnv: "p", reserve.PodNamespaceEnv: "ns", reserve.VisibleDevicesEnv: "all"},
+			args: []string{"--simulate"}, want: []string{"NVIDIA_VISIBLE_DEVICES=all"}},
+		"flags override env": {env: map[string]string{reserve.PodNameEnv: "", reserve.PodNamespaceEnv: ""},
+			args: []string{"--simulate", "--pod-name=p", "--pod-namespace=ns"}, want: []string{"NVIDIA_VISIBLE_DEVICES is not set"}},
+		"API server down": {env: map[string]string{reserve.PodNameEnv: "p", reserve.PodNamespaceEnv: "ns", reserve.VisibleDevicesEnv: "GPU-sim-1"},
+			args: []string{"--simulate"}, want: []string{"reading pod ns/p", "127.0.0.1:1"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			unsetenv(t, reserve.VisibleDevicesEnv)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			err := execute(t, tc.args...)
+			if err == nil {
+				t.Fatal("command succeeded, want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// Without --simulate on a machine without a driver the error says so and
+// points at --simulate.
+func TestReserveNoDriver(t *testing.T) {
+	if ret := nvml.Init(); ret == nvml.SUCCESS {
+		nvml.Shutdown()
+		t.Skip("an NVIDIA driver is present")
+	}
+	t.Setenv(reserve.PodNameEnv, "p")
+	t.Setenv(reserve.PodNamespaceEnv, "ns")
+	err := execute(t)
+	if err == nil {
+		t.Fatal("command succeeded without a driver")
+	}
+	for _, w := range []string{"finding the reserved GPU", "NVIDIA driver not found", "gpuvc reserve --simulate"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err, w)
+		}
+	}
+}
+
+// A GPU problem is reported before a missing API server configuration.
+func TestReserveLocalErrorsFirst(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv(reserve.PodNameEnv, "p")
+	t.Setenv(reserve.PodNamespaceEnv, "ns")
+	t.Setenv(reserve.VisibleDevicesEnv, "void")
+	cmd := NewCommand(cli.Streams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, &cli.Globals{})
+	cmd.SetArgs([]string{"--simulate"})
+	err := cmd.ExecuteContext(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `NVIDIA_VISIBLE_DEVICES="void" names no GPU`) {
+		t.Errorf("error = %v, want the missing GPU", err)
+	}
+}

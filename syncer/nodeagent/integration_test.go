@@ -1,0 +1,300 @@
+package nodeagent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+
+	agentcmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/syncer/nodeagent"
+)
+
+// host is the control plane shared by this package's integration tests.
+var host *localcp.ControlPlane
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(runWithControlPlane(m))
+}
+
+func runWithControlPlane(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	var err error
+	start := time.Now()
+	if host, err = localcp.Start(ctx, localcp.Options{Log: os.Stderr}); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "local control plane ready in %v\n", time.Since(start).Round(10*time.Millisecond))
+	code := m.Run()
+	if err := host.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
+		code = 1
+	}
+	return code
+}
+
+func requireHost(t *testing.T) *localcp.ControlPlane {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs the local control plane (run without -short)")
+	}
+	return host
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// agentIdentity creates the agent's ServiceAccount with exactly the RBAC
+// docs/agent.md documents (get, patch nodes) and returns a kubeconfig and a
+// client authenticated with a token of it.
+func agentIdentity(ctx context.Context, t *testing.T, cp *localcp.ControlPlane) (string, kubernetes.Interface) {
+	t.Helper()
+	const ns, sa = "gpuvc-system", "gpuvc-agent"
+	c := cp.Client
+	_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	_, err = c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	_, err = c.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: sa},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}}},
+	}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: sa},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: sa},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+	}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	tok, err := c.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: cp.Server, CertificateAuthority: cp.Config.CAFile, CertificateAuthorityData: cp.Config.CAData}
+	cfg.AuthInfos["agent"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "agent"}
+	cfg.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), "agent.kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	rc, err := clientcmd.BuildConfigFromFlags("", path)
+	require.NoError(t, err)
+	client, err := kubernetes.NewForConfig(rc)
+	require.NoError(t, err)
+	// RBAC takes effect at once, but make the test fail clearly if not.
+	_, err = client.CoreV1().Nodes().Get(ctx, "a100-0", metav1.GetOptions{})
+	require.NoError(t, err, "the agent's ServiceAccount cannot read nodes")
+	return path, client
+}
+
+// ownedLabels returns the label keys a field manager owns on an object.
+func ownedLabels(t *testing.T, node *corev1.Node, manager string) []string {
+	t.Helper()
+	var keys []string
+	for _, mf := range node.ManagedFields {
+		if mf.Manager != manager || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		require.NoError(t, json.Unmarshal(mf.FieldsV1.Raw, &fields))
+		meta, _ := fields["f:metadata"].(map[string]any)
+		labels, _ := meta["f:labels"].(map[string]any)
+		for k := range labels {
+			keys = append(keys, strings.TrimPrefix(k, "f:"))
+		}
+	}
+	return keys
+}
+
+func TestPublishOnKwokNode(t *testing.T) {
+	cp := requireHost(t)
+	ctx := testContext(t)
+	_, saClient := agentIdentity(ctx, t, cp)
+	const nodeName = "a100-0"
+	before, err := cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	require.NoError(t, err)
+
+	spec, err := nodeagent.ParseSpec("product=NVIDIA-A100-SXM4-80GB,count=8")
+	require.NoError(t, err)
+	spec.Seed = nodeName
+	agent := nodeagent.Agent{Source: spec, Publisher: nodeagent.Publisher{Client: saClient, NodeName: nodeName}}
+
+	// 1. First publication: annotation and GFD-style labels.
+	start := time.Now()
+	res, err := agent.Once(ctx)
+	require.NoError(t, err)
+	t.Logf("first publication: %v (%v)", res, time.Since(start).Round(time.Millisecond))
+	require.True(t, res.Changed)
+	require.False(t, res.GFD)
+	node, err := cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	require.NoError(t, err)
+	var inv inventory.Inventory
+	require.NoError(t, json.Unmarshal([]byte(node.Annotations[nodeagent.InventoryAnnotation]), &inv))
+	want, err := inventory.Simulate(spec)
+	require.NoError(t, err)
+	require.Empty(t, cmp.Diff(want, inv), "annotation")
+	require.Len(t, inv.GPUs, 8)
+	wantLabels := map[string]string{
+		"gpuvc.dev/simulated":     "true",
+		"nvidia.com/gpu.product":  "NVIDIA-A100-SXM4-80GB",
+		"nvidia.com/gpu.count":    "8",
+		"nvidia.com/gpu.memory":   "81920",
+		"nvidia.com/mig.capable":  "true",
+		"nvidia.com/mig.strategy": "mixed",
+	}
+	for k, v := range wantLabels {
+		require.Equal(t, v, node.Labels[k], "label %s", k)
+	}
+	// Labels it does not publish are untouched.
+	for _, k := range []string{"gpuvc.dev/pool", "type", "nvidia.com/gpu.present", "kubernetes.io/hostname"} {
+		require.Equal(t, before.Labels[k], node.Labels[k], "label %s", k)
+	}
+	require.ElementsMatch(t, keys(wantLabels), ownedLabels(t, node, nodeagent.FieldManager))
+
+	// 2. A second run changes nothing.
+	res, err = agent.Once(ctx)
+	require.NoError(t, err)
+	require.False(t, res.Changed)
+	again, err := cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, node.ResourceVersion, again.ResourceVersion)
+
+	// 3. GFD appears (through NFD, which writes with its own field manager) and
+	// disagrees with the agent on some labels.
+	gfd := map[string]any{"metadata": map[string]any{
+		"labels": map[string]string{
+			nodeagent.GFDTimestampLabel: "1767225600",
+			"nvidia.com/gpu.product":    "NVIDIA-A100-SXM4-80GB-by-GFD",
+			"nvidia.com/gpu.count":      "7",
+			"nvidia.com/gpu.family":     "ampere",
+		},
+		"annotations": map[string]string{
+			nodeagent.NFDFeatureLabelsAnnotation: "nvidia.com/gfd.timestamp,nvidia.com/gpu.count,nvidia.com/gpu.family,nvidia.com/gpu.product",
+		},
+	}}
+	raw, err := json.Marshal(gfd)
+	require.NoError(t, err)
+	_, err = cp.Client.CoreV1().Nodes().Patch(ctx, nodeName, types.MergePatchType, raw, metav1.PatchOptions{FieldManager: "nfd-master"})
+	require.NoError(t, err)
+
+	res, err = agent.Once(ctx)
+	require.NoError(t, err)
+	require.True(t, res.GFD, "GFD not detected")
+	require.Contains(t, res.GFDEvidence, nodeagent.GFDTimestampLabel)
+	node, err = cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	require.NoError(t, err)
+	// GFD's labels are not clobbered ...
+	require.Equal(t, "NVIDIA-A100-SXM4-80GB-by-GFD", node.Labels["nvidia.com/gpu.product"])
+	require.Equal(t, "7", node.Labels["nvidia.com/gpu.count"])
+	require.Equal(t, "ampere", node.Labels["nvidia.com/gpu.family"])
+	require.Equal(t, "1767225600", node.Labels[nodeagent.GFDTimestampLabel])
+	// ... labels only the agent had set are withdrawn; one the node's creator
+	// also set stays; the annotation and the simulated marker stay.
+	require.NotContains(t, node.Labels, "nvidia.com/mig.strategy")
+	require.NotContains(t, node.Labels, "nvidia.com/mig.capable")
+	require.Equal(t, "81920", node.Labels["nvidia.com/gpu.memory"])
+	require.Equal(t, "true", node.Labels["gpuvc.dev/simulated"])
+	require.NotEmpty(t, node.Annotations[nodeagent.InventoryAnnotation])
+	require.ElementsMatch(t, []string{"gpuvc.dev/simulated"}, ownedLabels(t, node, nodeagent.FieldManager))
+
+	// 4. And again nothing changes.
+	res, err = agent.Once(ctx)
+	require.NoError(t, err)
+	require.False(t, res.Changed)
+}
+
+// The agent refuses to create a Node and says which name was wrong; its
+// ServiceAccount can do nothing else.
+func TestPublishUnknownNode(t *testing.T) {
+	cp := requireHost(t)
+	ctx := testContext(t)
+	_, saClient := agentIdentity(ctx, t, cp)
+	agent := nodeagent.Agent{
+		Source:    inventory.Spec{Product: "NVIDIA-A100-SXM4-80GB", Count: 1},
+		Publisher: nodeagent.Publisher{Client: saClient, NodeName: "no-such-node"},
+	}
+	_, err := agent.Once(ctx)
+	require.ErrorContains(t, err, `node "no-such-node" not found`)
+	_, err = cp.Client.CoreV1().Nodes().Get(ctx, "no-such-node", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the agent created a node")
+
+	_, err = saClient.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "the agent's ServiceAccount can list pods: %v", err)
+}
+
+// `gpuvc agent --once --simulate` with the agent's own credentials on the MIG
+// node: the labels agree with the capacity the node pool declares.
+func TestAgentCommandOnce(t *testing.T) {
+	cp := requireHost(t)
+	ctx := testContext(t)
+	kubeconfig, _ := agentIdentity(ctx, t, cp)
+	var out, errOut bytes.Buffer
+	cmd := agentcmd.NewCommand(cli.Streams{Out: &out, ErrOut: &errOut}, &cli.Globals{Kubeconfig: kubeconfig})
+	cmd.SetArgs([]string{"--node-name=a100-mig-0", "--once", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced"})
+	start := time.Now()
+	require.NoError(t, cmd.ExecuteContext(ctx), errOut.String())
+	t.Logf("gpuvc agent --once: %v", time.Since(start).Round(time.Millisecond))
+	require.Contains(t, out.String(), "node a100-mig-0: 8 GPUs")
+
+	node, err := cp.Client.CoreV1().Nodes().Get(ctx, "a100-mig-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	// The node pool declares 16x 1g.10gb, 8x 2g.20gb, 8x 3g.40gb on this node.
+	for profile, n := range map[string]string{"1g.10gb": "16", "2g.20gb": "8", "3g.40gb": "8"} {
+		require.Equal(t, n, node.Labels["nvidia.com/mig-"+profile+".count"], profile)
+		q := node.Status.Capacity[corev1.ResourceName("nvidia.com/mig-"+profile)]
+		require.Equal(t, n, q.String(), "capacity of %s", profile)
+	}
+	require.Equal(t, "mixed", node.Labels["nvidia.com/mig.strategy"])
+	var inv inventory.Inventory
+	require.NoError(t, json.Unmarshal([]byte(node.Annotations[nodeagent.InventoryAnnotation]), &inv))
+	require.True(t, inv.Simulated)
+	require.Len(t, inv.GPUs[0].MIG.Instances, 4)
+	require.True(t, strings.HasPrefix(inv.GPUs[0].UUID, "GPU-sim-"))
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,339 @@
+package reserve_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	"k8s.io/utils/ptr"
+
+	agentcmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	reservecmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/reserve"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/kind/deviceplugin/fakekubelet"
+	"github.com/gpuvc/gpuvc/syncer/nodeagent"
+	"github.com/gpuvc/gpuvc/syncer/reserve"
+)
+
+var host *localcp.ControlPlane
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(runWithControlPlane(m))
+}
+
+func runWithControlPlane(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	var err error
+	if host, err = localcp.Start(ctx, localcp.Options{Log: os.Stderr}); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
+		return 1
+	}
+	code := m.Run()
+	if err := host.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
+		code = 1
+	}
+	return code
+}
+
+func requireHost(t *testing.T) *localcp.ControlPlane {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs the local control plane (run without -short)")
+	}
+	return host
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// reservationNamespace creates a namespace holding a ServiceAccount with the
+// RBAC docs/agent.md documents for reservation pods (get, patch pods in their
+// namespace) and returns a kubeconfig and a client authenticated as it.
+func reservationNamespace(ctx context.Context, t *testing.T, cp *localcp.ControlPlane, ns string) (string, kubernetes.Interface) {
+	t.Helper()
+	const sa = "gpuvc-reserve"
+	c := cp.Client
+	_, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(ns, nil), metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	require.NoError(t, cp.WaitForServiceAccount(ctx, ns, "default"))
+	_, err = c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: sa},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: sa},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tok, err := c.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: cp.Server, CertificateAuthority: cp.Config.CAFile, CertificateAuthorityData: cp.Config.CAData}
+	cfg.AuthInfos["reserve"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "reserve"}
+	cfg.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), "reserve.kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	rc, err := clientcmd.BuildConfigFromFlags("", path)
+	require.NoError(t, err)
+	client, err := kubernetes.NewForConfig(rc)
+	require.NoError(t, err)
+	return path, client
+}
+
+// reservationPod creates a reservation-like pod (nvidia.com/gpu: 1) bound
+// to node; kwok runs it.
+func reservationPod(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name, node string) *corev1.Pod {
+	t.Helper()
+	pod := testobj.Pod(name, ns).GPUs("1").TolerateEverything().NodeName(node).Obj()
+	got, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return got
+}
+
+// waitAnnotation watches the pod until its GPU annotation equals want or
+// the result channel of the process under test reports first.
+func waitAnnotation(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name, want string, exited <-chan error) {
+	t.Helper()
+	w, err := c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	require.NoError(t, err)
+	defer w.Stop()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			require.True(t, ok, "watch closed")
+			if p, isPod := ev.Object.(*corev1.Pod); isPod && p.Annotations[reserve.UUIDAnnotation] == want {
+				return
+			}
+		case err := <-exited:
+			t.Fatalf("gpuvc reserve exited before annotating its pod: %v", err)
+		case <-deadline:
+			t.Fatalf("pod %s/%s never got %s=%s", ns, name, reserve.UUIDAnnotation, want)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the goroutines of one command.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// runCommand executes cmd in the background; the channel gets its result.
+func runCommand(ctx context.Context, cmd interface{ ExecuteContext(context.Context) error }) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	return done
+}
+
+func waitExit(t *testing.T, done <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "%s after cancel", what)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not exit after its context was cancelled", what)
+	}
+}
+
+// `gpuvc reserve --simulate` in-process with the downward-API environment:
+// annotates its own pod with the UUID from NVIDIA_VISIBLE_DEVICES, holds until
+// cancelled, then exits cleanly — with only get/patch on pods.
+func TestReserveSimulatedAnnotatesOwnPod(t *testing.T) {
+	cp := requireHost(t)
+	ctx := testContext(t)
+	const ns, name, uuid = "reserve-sim", "gpuvc-gpu-0", "GPU-sim-11111111-2222-3333-4444-555555555555"
+	kubeconfig, saClient := reservationNamespace(ctx, t, cp, ns)
+	reservationPod(ctx, t, cp.Client, ns, name, "a100-0")
+
+	t.Setenv(reserve.PodNameEnv, name)
+	t.Setenv(reserve.PodNamespaceEnv, ns)
+	t.Setenv(reserve.VisibleDevicesEnv, uuid)
+	var out lockedBuffer
+	cmd := reservecmd.NewCommand(cli.Streams{Out: &out, ErrOut: &out}, &cli.Globals{Kubeconfig: kubeconfig})
+	cmd.SetArgs([]string{"--simulate"})
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	start := time.Now()
+	done := runCommand(runCtx, cmd)
+	waitAnnotation(ctx, t, cp.Client, ns, name, uuid, done)
+	t.Logf("pod annotated %v after start", time.Since(start).Round(time.Millisecond))
+
+	select { // it holds the GPU: still running
+	case err := <-done:
+		t.Fatalf("gpuvc reserve exited while holding the GPU: %v; output:\n%s", err, out.String())
+	default:
+	}
+	stop()
+	waitExit(t, done, "gpuvc reserve")
+	require.Contains(t, out.String(), "holding GPU until terminated")
+
+	// Its rights end at its own namespace.
+	patch := []byte(`{"metadata":{"annotations":{"x":"y"}}}`)
+	_, err := saClient.CoreV1().Pods("default").Patch(ctx, "any", types.MergePatchType, patch, metav1.PatchOptions{})
+	require.True(t, apierrors.IsForbidden(err), "patching pods in another namespace: %v", err)
+}
+
+// A second reserve process of the same pod (container restart) finds its own
+// annotation and holds; one holding another GPU refuses to overwrite it.
+func TestReserveRestartAndConflict(t *testing.T) {
+	cp := requireHost(t)
+	ctx := testContext(t)
+	const ns, name = "reserve-restart", "gpuvc-gpu-1"
+	_, saClient := reservationNamespace(ctx, t, cp, ns)
+	reservationPod(ctx, t, cp.Client, ns, name, "a100-0")
+	uuidOf := func(s string) func() (string, error) { return func() (string, error) { return s, nil } }
+
+	for range 2 {
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- reserve.Run(runCtx, reserve.Options{Client: saClient, Namespace: ns, Name: name, UUID: uuidOf("GPU-sim-a")})
+		}()
+		waitAnnotation(ctx, t, cp.Client, ns, name, "GPU-sim-a", done)
+		stop()
+		waitExit(t, done, "reserve.Run")
+	}
+	err := reserve.Run(ctx, reserve.Options{Client: saClient, Namespace: ns, Name: name, UUID: uuidOf("GPU-sim-b")})
+	require.ErrorContains(t, err, "already records gpuvc.dev/gpu-uuid=GPU-sim-a but this container holds GPU GPU-sim-b")
+	err = reserve.Run(ctx, reserve.Options{Client: saClient, Namespace: ns, Name: "gone", UUID: uuidOf("GPU-sim-a")})
+	require.ErrorContains(t, err, "pod reserve-restart/gone not found")
+}
+
+// The whole simulated path: `gpuvc agent --simulate --device-plugin` publishes
+// the inventory and registers with a (fake) kubelet; the kubelet allocates one
+// GPU to a reservation pod, whose `gpuvc reserve --simulate` records exactly
+// that GPU — one of the UUIDs the agent published on the node.
+func TestSimulatedNodeEndToEnd(t *testing.T) {
+	cp := requireHost(t)
+	ctx := testContext(t)
+	const ns, name, nodeName = "reserve-e2e", "gpuvc-gpu-2", "h100-0"
+	reserveKubeconfig, _ := reservationNamespace(ctx, t, cp, ns)
+	reservationPod(ctx, t, cp.Client, ns, name, nodeName)
+
+	dir, err := os.MkdirTemp("", "gpuvc-dp-") // short: unix socket paths are limited
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	kubelet, err := fakekubelet.Start(dir)
+	require.NoError(t, err)
+	t.Cleanup(kubelet.Stop)
+
+	var agentOut lockedBuffer
+	agent := agentcmd.NewCommand(cli.Streams{Out: &agentOut, ErrOut: &agentOut}, &cli.Globals{Kubeconfig: cp.Kubeconfig})
+	agent.SetArgs([]string{"--node-name=" + nodeName, "--simulate=product=NVIDIA-H100-80GB-HBM3,count=8",
+		"--device-plugin", "--device-plugin-dir=" + dir, "--interval=1h"})
+	agentCtx, stopAgent := context.WithCancel(ctx)
+	defer stopAgent()
+	start := time.Now()
+	agentDone := runCommand(agentCtx, agent)
+
+	regCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	regs, err := kubelet.WaitRegistrations(regCtx, "nvidia.com/gpu")
+	require.NoError(t, err, "agent output:\n%s", agentOut.String())
+	t.Logf("device plugin registered %v after start", time.Since(start).Round(time.Millisecond))
+	plugin, conn, err := kubelet.Dial(regs["nvidia.com/gpu"].Endpoint)
+	require.NoError(t, err)
+	defer conn.Close()
+	stream, err := plugin.ListAndWatch(ctx, &pluginapi.Empty{})
+	require.NoError(t, err)
+	list, err := stream.Recv()
+	require.NoError(t, err)
+	require.Len(t, list.Devices, 8)
+	chosen := list.Devices[5].ID
+	alloc, err := plugin.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{chosen}}}})
+	require.NoError(t, err)
+	env := alloc.ContainerResponses[0].Envs
+
+	// The agent published the same GPUs on the node.
+	var published []string
+	require.Eventually(t, func() bool {
+		node, err := cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		var inv inventory.Inventory
+		if json.Unmarshal([]byte(node.Annotations[nodeagent.InventoryAnnotation]), &inv) != nil {
+			return false
+		}
+		published = published[:0]
+		for _, g := range inv.GPUs {
+			published = append(published, g.UUID)
+		}
+		return len(published) == 8
+	}, 30*time.Second, 50*time.Millisecond, "the agent never published the inventory")
+	require.True(t, slices.Contains(published, chosen), "allocated %s is not among the published GPUs %v", chosen, published)
+
+	// The kubelet would start the container with this environment.
+	t.Setenv(reserve.PodNameEnv, name)
+	t.Setenv(reserve.PodNamespaceEnv, ns)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	var reserveOut lockedBuffer
+	rc := reservecmd.NewCommand(cli.Streams{Out: &reserveOut, ErrOut: &reserveOut}, &cli.Globals{Kubeconfig: reserveKubeconfig})
+	rc.SetArgs([]string{"--simulate"})
+	reserveCtx, stopReserve := context.WithCancel(ctx)
+	defer stopReserve()
+	reserveDone := runCommand(reserveCtx, rc)
+	waitAnnotation(ctx, t, cp.Client, ns, name, chosen, reserveDone)
+
+	stopReserve()
+	waitExit(t, reserveDone, "gpuvc reserve")
+	stopAgent()
+	waitExit(t, agentDone, "gpuvc agent")
+	_, err = os.Stat(filepath.Join(dir, regs["nvidia.com/gpu"].Endpoint))
+	require.True(t, os.IsNotExist(err), "the device plugin left its socket behind")
+}
