@@ -1,0 +1,207 @@
+package celpolicy_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/syncer"
+	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
+	"github.com/gpuvc/gpuvc/syncer/migmap"
+	"github.com/gpuvc/gpuvc/syncer/servingcert"
+)
+
+// With both layers on, the webhook turns what tenants write into pods the CEL
+// fence admits. The webhook is served here for one namespace only (label
+// layeredLabel): every other test keeps running without any webhook.
+
+const (
+	layeredTeam  = "layered"
+	layeredNS    = "team-" + layeredTeam
+	layeredLabel = "celpolicy.test/webhook"
+)
+
+// TestWithWebhook: pods as tenants write them — no pool, wildcard tolerations,
+// another pool's selector, shares — are admitted with both layers on, and
+// land in the pool.
+func TestWithWebhook(t *testing.T) {
+	requireHost(t)
+	ctx := testContext(t)
+	startWebhook(ctx, t)
+	tenantLayered, err := impersonate(vclusterUser(layeredTeam))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := tenantLayered.CoreV1().Pods(layeredNS)
+	test := t
+	for name, tc := range map[string]struct {
+		pod  *testobj.PodWrapper
+		node string // prefix of the node it must run on; "" = only admitted
+	}{
+		"CPU pod":                           {testobj.Pod("cpu", layeredNS), "a100"},
+		"GPU pod":                           {testobj.Pod("gpu", layeredNS).GPUs("2"), "a100-0"},
+		"MIG pod":                           {testobj.Pod("mig", layeredNS).MIG("1g.10gb", "2"), "a100-mig-0"},
+		"wildcard toleration (removed)":     {testobj.Pod("wildcard", layeredNS).GPUs("1").TolerateEverything(), "a100-0"},
+		"selector for h100 (replaced)":      {testobj.Pod("h100", layeredNS).GPUs("1").InPool("h100"), "a100-0"},
+		"fraction (gated, own share CM)":    {testobj.Pod("fraction", layeredNS).GPUFraction("0.5"), ""},
+		"init container and sidecar on GPU": {testobj.Pod("sidecar", layeredNS).GPUs("1").Sidecar("proxy").LimitOn("proxy", nodepool.ResourceGPU, "1").InitContainer("warmup").LimitOn("warmup", nodepool.ResourceGPU, "1"), "a100-0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			created, err := pods.Create(ctx, tc.pod.Obj(), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("refused with both layers on: %v", err)
+			}
+			deleteAtEnd(test, layeredNS, created.Name)
+			if got := created.Spec.NodeSelector[syncer.LabelPool]; got != pool {
+				t.Errorf("the webhook did not pin the pool: nodeSelector %v", created.Spec.NodeSelector)
+			}
+			if tc.node != "" {
+				got := waitForPod(ctx, t, layeredNS, created.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+				if len(got.Spec.NodeName) < len(tc.node) || got.Spec.NodeName[:len(tc.node)] != tc.node {
+					t.Errorf("runs on %s, want %s", got.Spec.NodeName, tc.node)
+				}
+			}
+		})
+	}
+
+	t.Run("update adding an h100 toleration (restored by the webhook)", func(t *testing.T) {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p, err := pods.Get(ctx, "cpu", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule})
+			_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("refused with both layers on: %v", err)
+		}
+		p, err := pods.Get(ctx, "cpu", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tol := range p.Spec.Tolerations {
+			if tol.Value == "h100" {
+				t.Errorf("toleration %+v stored", tol)
+			}
+		}
+	})
+
+	t.Run("the team's vCluster control plane", func(t *testing.T) {
+		sts := testobj.StatefulSet(layeredTeam, layeredNS, testobj.Pod("", "").Obj())
+		if _, err := env.cp.Client.AppsV1().StatefulSets(layeredNS).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := waitForPod(ctx, t, layeredNS, layeredTeam+"-0", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		if got.Spec.NodeName != "system-0" {
+			t.Errorf("control plane runs on %s, want system-0", got.Spec.NodeName)
+		}
+	})
+
+	// Where the layers differ: the webhook admits a nodeName inside the pool,
+	// the CEL fence (which cannot look nodes up) refuses every nodeName.
+	t.Run("nodeName inside the pool is refused by the CEL fence", func(t *testing.T) {
+		_, err := pods.Create(ctx, testobj.Pod("pinned", layeredNS).NodeName("a100-0").Obj(), metav1.CreateOptions{})
+		refusedByFence(t, err, refusal(c.ReasonNodeNameSet, "spec.nodeName=a100-0")...)
+	})
+}
+
+// startWebhook serves the syncer's webhook on a loopback port for the layered
+// namespace and waits until the API server calls it.
+func startWebhook(ctx context.Context, t *testing.T) {
+	t.Helper()
+	cp := env.cp
+	reader, err := client.New(cp.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh, err := syncer.New(syncer.Options{
+		Policies: &syncer.NamespacePolicies{Reader: reader, Teams: map[string]syncer.TeamPolicy{layeredTeam: {
+			PoolGPUProduct: nodepool.ProductA100_80GB, PoolGPUMemoryMiB: 81920, MaxGPUsPerPod: maxGPUs,
+			AllowedMIGProfiles: []string{"1g.10gb"}, FractionsEnabled: true, VClusterName: layeredTeam,
+		}}},
+		Nodes: syncer.ClientNodePools{Reader: reader},
+		MIG:   migmap.Catalog{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := servingcert.Generate([]net.IP{net.ParseIP("127.0.0.1")}, nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certDir := filepath.Join(t.TempDir(), "certs")
+	if err := bundle.WriteFiles(certDir); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir})
+	wh.Register(srv)
+	srvCtx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Start(srvCtx) }()
+	t.Cleanup(func() { stop(); <-served })
+
+	mutating, validating := syncer.Configurations(syncer.ConfigOptions{
+		Name: "celpolicy-test-" + layeredTeam, URL: fmt.Sprintf("https://127.0.0.1:%d", port), CABundle: bundle.CA,
+	})
+	onlyLayered := func() *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{layeredLabel: "on"}}
+	}
+	mutating.Webhooks[0].NamespaceSelector = onlyLayered()
+	validating.Webhooks[0].NamespaceSelector = onlyLayered()
+	admission := cp.Client.AdmissionregistrationV1()
+	if _, err := admission.MutatingWebhookConfigurations().Create(ctx, mutating, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admission.ValidatingWebhookConfigurations().Create(ctx, validating, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admission.MutatingWebhookConfigurations().Delete(context.Background(), mutating.Name, metav1.DeleteOptions{})
+		_ = admission.ValidatingWebhookConfigurations().Delete(context.Background(), validating.Name, metav1.DeleteOptions{})
+	})
+
+	// The namespace: a team namespace with CEL parameters, selected by the
+	// webhook too.
+	if err := createTeamNamespace(ctx, layeredNS, layeredTeam, c.Params(pool, maxGPUs, systemPool, layeredTeam)); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := cp.Client.CoreV1().Namespaces().Get(ctx, layeredNS, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels[layeredLabel] = "on"
+	if _, err := cp.Client.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A pod without a pool is refused by the CEL fence alone; once the webhook
+	// pins the pool, it is admitted.
+	probe := testobj.Pod("probe", layeredNS).Obj()
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := cp.Client.CoreV1().Pods(layeredNS).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		last = err
+		return err == nil && got.Labels[syncer.LabelTeam] == layeredTeam, nil
+	}); err != nil {
+		t.Fatalf("the API server never called the webhook: %v (last: %v)", err, last)
+	}
+}

@@ -1,0 +1,62 @@
+package celpolicy
+
+import "github.com/gpuvc/gpuvc/syncer"
+
+// Names of the objects this package produces.
+const (
+	// PolicyName is the pod fence; BindingName binds it to team namespaces.
+	PolicyName  = "gpuvc-pod-fence"
+	BindingName = "gpuvc-pod-fence"
+	// GuardPolicyName keeps the parameter ConfigMaps gpuvc's own;
+	// GuardBindingName binds it to team namespaces.
+	GuardPolicyName  = "gpuvc-params-guard"
+	GuardBindingName = "gpuvc-params-guard"
+	// ParamsName is the parameter ConfigMap in every team namespace.
+	ParamsName = "gpuvc-admission-params"
+
+	// FieldManager is the server-side apply field manager Install uses (the
+	// manager's own, so the manager and the CLI never fight over fields).
+	FieldManager = "gpuvc-manager"
+	// DefaultParamsWriter is the manager's service account: the only user
+	// besides system:masters who may write parameter ConfigMaps, unless
+	// Options.ParamsWriters says otherwise.
+	DefaultParamsWriter = "system:serviceaccount:gpuvc-system:gpuvc-manager"
+
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	managedBy      = "gpuvc"
+)
+
+// Keys of the parameter ConfigMap's data.
+const (
+	// KeyPool is the team's node pool (gpuvc.dev/pool).
+	KeyPool = "pool"
+	// KeyMaxGPUsPerPod is the number of GPU devices (whole GPUs plus MIG
+	// instances) one pod may hold at its peak; "0" allows none.
+	KeyMaxGPUsPerPod = "maxGPUsPerPod"
+	// KeySystemPool is the pool of the team's vCluster control plane.
+	KeySystemPool = "systemPool"
+	// KeyControlPlane names the team's vCluster StatefulSet (the Helm release);
+	// "" exempts no pod as the control plane.
+	KeyControlPlane = "controlPlane"
+)
+
+// Reasons start every refusal ("gpuvc: <Reason>: ..."). Where the webhook
+// refuses the same thing, the reason is the webhook's.
+const (
+	ReasonInvalidParams          = "InvalidAdmissionParams"
+	ReasonPoolNotSelected        = "PoolNotSelected"
+	ReasonTolerationOutsidePool  = "TolerationOutsidePool"
+	ReasonNodeNameSet            = "NodeNameSet"
+	ReasonForgedRole             = "ForgedControlPlaneRole"
+	ReasonPrivileged             = syncer.ReasonPrivileged
+	ReasonPrivilegeEscalation    = "PrivilegeEscalation"
+	ReasonHostPath               = syncer.ReasonHostPath
+	ReasonHostNamespace          = syncer.ReasonHostNamespace
+	ReasonGPUEnv                 = syncer.ReasonGPUEnv
+	ReasonReservedConfigMap      = syncer.ReasonReservedConfigMap
+	ReasonUnsupportedGPUResource = syncer.ReasonUnsupportedGPUResource
+	ReasonControlPlaneGPU        = syncer.ReasonControlPlaneGPU
+	ReasonGPUCountAboveLimit     = syncer.ReasonGPUCountAboveLimit
+	ReasonInvalidGPUShare        = syncer.ReasonInvalidGPUShare
+	ReasonParamsWriter           = "AdmissionParamsProtected"
+)

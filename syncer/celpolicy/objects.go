@@ -1,0 +1,90 @@
+package celpolicy
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuvc/gpuvc/syncer"
+)
+
+// Options shape the cluster-wide objects. The zero value fits a standard
+// install (manager service account gpuvc-system/gpuvc-manager, the
+// kube-controller-manager's StatefulSet controller).
+type Options struct {
+	// ParamsWriters are the users who may create parameter ConfigMaps and change
+	// their data, besides members of system:masters. Empty: DefaultParamsWriter.
+	ParamsWriters []string
+	// ControlPlaneCreators are the users whose pods may be a team's vCluster
+	// control plane (the StatefulSet controller). Empty:
+	// syncer.DefaultStatefulSetControllers, as the webhook.
+	ControlPlaneCreators []string
+}
+
+func (o Options) paramsWriters() []string {
+	if len(o.ParamsWriters) == 0 {
+		return []string{DefaultParamsWriter}
+	}
+	return o.ParamsWriters
+}
+
+func (o Options) controlPlaneCreators() []string {
+	if len(o.ControlPlaneCreators) == 0 {
+		return syncer.DefaultStatefulSetControllers
+	}
+	return o.ControlPlaneCreators
+}
+
+// ClusterObjects returns the cluster-scoped objects of the fence, policies
+// before their bindings: the pod fence and its binding, the guard of the
+// parameter ConfigMaps and its binding. Apply each with server-side apply.
+func ClusterObjects(opts Options) []runtime.ApplyConfiguration {
+	return []runtime.ApplyConfiguration{podFence(opts), podFenceBinding(), paramsGuard(opts), paramsGuardBinding()}
+}
+
+// Params returns the data of a team's parameter ConfigMap: the team's node
+// pool, the GPU devices one pod may hold ("0": none), the pool of the team's
+// vCluster control plane, and the name of the control plane's StatefulSet (""
+// exempts no pod as the control plane).
+func Params(pool string, maxGPUsPerPod int, systemPool, controlPlane string) map[string]string {
+	return map[string]string{
+		KeyPool:          pool,
+		KeyMaxGPUsPerPod: strconv.Itoa(maxGPUsPerPod),
+		KeySystemPool:    systemPool,
+		KeyControlPlane:  controlPlane,
+	}
+}
+
+// TeamParams returns the parameter ConfigMap of a team namespace with the data
+// Params built.
+func TeamParams(namespace string, params map[string]string) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(ParamsName, namespace).WithLabels(labels()).WithData(params)
+}
+
+// Install applies ClusterObjects with server-side apply (field manager
+// FieldManager, taking over conflicting fields). The API server enforces the
+// policies shortly after, asynchronously.
+func Install(ctx context.Context, c kubernetes.Interface, opts Options) error {
+	apply := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	for _, obj := range ClusterObjects(opts) {
+		var err error
+		switch o := obj.(type) {
+		case *admissionv1ac.ValidatingAdmissionPolicyApplyConfiguration:
+			_, err = c.AdmissionregistrationV1().ValidatingAdmissionPolicies().Apply(ctx, o, apply)
+		case *admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration:
+			_, err = c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Apply(ctx, o, apply)
+		default:
+			err = fmt.Errorf("unexpected object %T", obj)
+		}
+		if err != nil {
+			return fmt.Errorf("applying the CEL pod fence: %w", err)
+		}
+	}
+	return nil
+}
