@@ -46,7 +46,15 @@ func newTeam(ctx context.Context, t testing.TB, team string, gpus int) string {
 		t.Fatal(err)
 	}
 	q := testobj.Quota("gpuvc-quota", ns.Name, map[string]string{"requests.nvidia.com/gpu": strconv.Itoa(gpus)})
-	if _, err := c.CoreV1().ResourceQuotas(ns.Name).Create(ctx, q, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	_, err := c.CoreV1().ResourceQuotas(ns.Name).Create(ctx, q, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) { // a test changed it on an earlier run (-count)
+		var have *corev1.ResourceQuota
+		if have, err = c.CoreV1().ResourceQuotas(ns.Name).Get(ctx, q.Name, metav1.GetOptions{}); err == nil {
+			have.Spec.Hard = q.Spec.Hard
+			_, err = c.CoreV1().ResourceQuotas(ns.Name).Update(ctx, have, metav1.UpdateOptions{})
+		}
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := env.cp.WaitForServiceAccount(ctx, ns.Name, "default"); err != nil {

@@ -19,10 +19,17 @@ func (st *teamState) fit(sp *sharePod, maxPods int) (*reservation, int, error) {
 	var gpus []gpushare.GPU
 	var held []gpushare.Assignment
 	for _, r := range st.reservations {
-		if !r.open || r.memMiB <= 0 || len(r.shares) >= maxPods || r.used() >= gpushare.UnitsPerGPU {
+		if !r.open || len(r.shares) >= maxPods || r.used() >= gpushare.UnitsPerGPU {
 			continue
 		}
-		gpus = append(gpus, gpushare.GPU{ID: r.name, MemoryMiB: r.memMiB})
+		mem := r.memMiB
+		if mem <= 0 {
+			if sp.req.MemoryMiB > 0 {
+				continue // a memory share needs the GPU's size
+			}
+			mem = 1 // a fraction's units do not depend on it
+		}
+		gpus = append(gpus, gpushare.GPU{ID: r.name, MemoryMiB: mem})
 		for _, s := range r.shares {
 			held = append(held, gpushare.Assignment{Key: s.pod.Name, GPU: r.name, Units: s.units})
 		}

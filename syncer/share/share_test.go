@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -219,5 +220,40 @@ func TestPatchesOnlyTheSamePod(t *testing.T) {
 		if (err == nil) != tc.applies {
 			t.Errorf("patch with UID %s: err %v, want applied=%v", tc.uid, err, tc.applies)
 		}
+	}
+}
+
+// Pool system has no GPU: the first reservation is unschedulable, and the
+// controller does not pile up more while it is; the pod that needs another GPU
+// is told why.
+func TestNoMoreReservationsWhileUnschedulable(t *testing.T) {
+	requireHost(t)
+	ctx := testContext(t, 2*time.Minute)
+	ns := testobj.TeamNamespace("nogpu", "system")
+	if _, err := env.cp.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if err := env.cp.WaitForServiceAccount(ctx, ns.Name, "default"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanTeam(t, ns.Name) })
+	createShare(ctx, t, ns.Name, "first", "0.6")
+	waitUntil(ctx, t, 30*time.Second, "the reservation is unschedulable", func(ctx context.Context) (bool, error) {
+		for _, r := range reservations(ctx, t, ns.Name) {
+			for _, c := range r.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	second := createShare(ctx, t, ns.Name, "second", "0.6")
+	note := waitForEvent(ctx, t, second, share.ReasonWaiting)
+	if !strings.Contains(note, "unschedulable") || !strings.Contains(note, "pool system") {
+		t.Errorf("event %q does not say the pool has no free GPU", note)
+	}
+	if n := len(reservations(ctx, t, ns.Name)); n != 1 {
+		t.Errorf("%d reservations, want 1 while it is unschedulable", n)
 	}
 }

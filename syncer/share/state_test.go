@@ -224,6 +224,24 @@ func TestFit(t *testing.T) {
 	}
 }
 
+// Without a known GPU memory (no nvidia.com/gpu.memory label) fractions still
+// share a reservation; memory shares wait for it.
+func TestFitUnknownMemory(t *testing.T) {
+	st := observe(observation{
+		pods: []corev1.Pod{resPod("r1", "", ""), sharePodObj("a", 1, "0.5", "", 0, true), sharePodObj("m", 2, "20480M", "", 0, true)},
+		maxPods: 8,
+	})
+	if r, units, err := st.fit(st.pending[0], 8); err != nil || r.name != "r1" || units != 5000 {
+		t.Errorf("fraction: %v %d %v, want r1 5000", r, units, err)
+	}
+	if _, _, err := st.fit(st.pending[1], 8); !errors.Is(err, gpushare.ErrNoFit) {
+		t.Errorf("memory share: %v, want ErrNoFit", err)
+	}
+	if st.unknownMemory() == nil {
+		t.Error("unknownMemory() = nil")
+	}
+}
+
 func TestPortion(t *testing.T) {
 	for units, want := range map[int]string{0: "0", 1: "0.0001", 3000: "0.3", 3334: "0.3334", 10000: "1"} {
 		if got := portion(units); got != want {
