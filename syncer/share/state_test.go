@@ -228,7 +228,7 @@ func TestFit(t *testing.T) {
 // share a reservation; memory shares wait for it.
 func TestFitUnknownMemory(t *testing.T) {
 	st := observe(observation{
-		pods: []corev1.Pod{resPod("r1", "", ""), sharePodObj("a", 1, "0.5", "", 0, true), sharePodObj("m", 2, "20480M", "", 0, true)},
+		pods:    []corev1.Pod{resPod("r1", "", ""), sharePodObj("a", 1, "0.5", "", 0, true), sharePodObj("m", 2, "20480M", "", 0, true)},
 		maxPods: 8,
 	})
 	if r, units, err := st.fit(st.pending[0], 8); err != nil || r.name != "r1" || units != 5000 {
