@@ -9,10 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -153,16 +157,66 @@ func waitAnnotation(ctx context.Context, t *testing.T, c kubernetes.Interface, n
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for the goroutines of one command.
+// holdingSignal gives ctx a logger that closes the channel when reserve.Run
+// logs that it holds its GPU.
+func holdingSignal(ctx context.Context) (context.Context, <-chan struct{}) {
+	ch := make(chan struct{})
+	var once sync.Once
+	log := funcr.New(func(_, args string) {
+		if strings.Contains(args, "holding GPU until terminated") {
+			once.Do(func() { close(ch) })
+		}
+	}, funcr.Options{})
+	return logr.NewContext(ctx, log), ch
+}
+
+// lockedBuffer is a bytes.Buffer safe for the goroutines of one command; it
+// can report when its content first contains a string.
 type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	waiting map[string]chan struct{}
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.buf.Write(p)
+	n, err := b.buf.Write(p)
+	for s, ch := range b.waiting {
+		if strings.Contains(b.buf.String(), s) {
+			close(ch)
+			delete(b.waiting, s)
+		}
+	}
+	return n, err
+}
+
+// contains returns a channel closed once the buffer contains s.
+func (b *lockedBuffer) contains(s string) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch := make(chan struct{})
+	if strings.Contains(b.buf.String(), s) {
+		close(ch)
+		return ch
+	}
+	if b.waiting == nil {
+		b.waiting = map[string]chan struct{}{}
+	}
+	b.waiting[s] = ch
+	return ch
+}
+
+// waitHolding waits until a reserve command reports that it holds its GPU.
+func waitHolding(t *testing.T, out *lockedBuffer, done <-chan error) {
+	t.Helper()
+	select {
+	case <-out.contains("holding GPU until terminated"):
+	case err := <-done:
+		t.Fatalf("gpuvc reserve exited instead of holding its GPU: %v; output:\n%s", err, out.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("gpuvc reserve never reported holding its GPU; output:\n%s", out.String())
+	}
 }
 
 func (b *lockedBuffer) String() string {
@@ -211,14 +265,9 @@ func TestReserveSimulatedAnnotatesOwnPod(t *testing.T) {
 	waitAnnotation(ctx, t, cp.Client, ns, name, uuid, done)
 	t.Logf("pod annotated %v after start", time.Since(start).Round(time.Millisecond))
 
-	select { // it holds the GPU: still running
-	case err := <-done:
-		t.Fatalf("gpuvc reserve exited while holding the GPU: %v; output:\n%s", err, out.String())
-	default:
-	}
+	waitHolding(t, &out, done)
 	stop()
 	waitExit(t, done, "gpuvc reserve")
-	require.Contains(t, out.String(), "holding GPU until terminated")
 
 	// Its rights end at its own namespace.
 	patch := []byte(`{"metadata":{"annotations":{"x":"y"}}}`)
@@ -227,7 +276,8 @@ func TestReserveSimulatedAnnotatesOwnPod(t *testing.T) {
 }
 
 // A second reserve process of the same pod (container restart) finds its own
-// annotation and holds; one holding another GPU refuses to overwrite it.
+// annotation and holds; one holding another GPU refuses to overwrite it,
+// except that simulated UUIDs recorded first stay.
 func TestReserveRestartAndConflict(t *testing.T) {
 	cp := requireHost(t)
 	ctx := testContext(t)
@@ -236,20 +286,56 @@ func TestReserveRestartAndConflict(t *testing.T) {
 	reservationPod(ctx, t, cp.Client, ns, name, "a100-0")
 	uuidOf := func(s string) func() (string, error) { return func() (string, error) { return s, nil } }
 
-	for range 2 {
+	for range 2 { // the second run finds its own annotation
 		runCtx, stop := context.WithCancel(ctx)
+		runCtx, holding := holdingSignal(runCtx)
 		done := make(chan error, 1)
 		go func() {
-			done <- reserve.Run(runCtx, reserve.Options{Client: saClient, Namespace: ns, Name: name, UUID: uuidOf("GPU-sim-a")})
+			done <- reserve.Run(runCtx, reserve.Options{Client: saClient, Namespace: ns, Name: name, UUID: uuidOf("GPU-0a1b")})
 		}()
-		waitAnnotation(ctx, t, cp.Client, ns, name, "GPU-sim-a", done)
+		select {
+		case <-holding:
+		case err := <-done:
+			t.Fatalf("reserve.Run returned %v instead of holding", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("reserve.Run never started holding")
+		}
 		stop()
 		waitExit(t, done, "reserve.Run")
+		got, err := cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, "GPU-0a1b", got.Annotations[reserve.UUIDAnnotation])
 	}
-	err := reserve.Run(ctx, reserve.Options{Client: saClient, Namespace: ns, Name: name, UUID: uuidOf("GPU-sim-b")})
-	require.ErrorContains(t, err, "already records gpuvc.dev/gpu-uuid=GPU-sim-a but this container holds GPU GPU-sim-b")
+	err := reserve.Run(ctx, reserve.Options{Client: saClient, Namespace: ns, Name: name, UUID: uuidOf("GPU-2c3d")})
+	require.ErrorContains(t, err, "already records gpuvc.dev/gpu-uuid=GPU-0a1b but this container holds GPU GPU-2c3d")
 	err = reserve.Run(ctx, reserve.Options{Client: saClient, Namespace: ns, Name: "gone", UUID: uuidOf("GPU-sim-a")})
 	require.ErrorContains(t, err, "pod reserve-restart/gone not found")
+
+	// On a simulated node the share controller may have recorded a UUID
+	// first: a simulated allocation keeps it, and the process holds.
+	const shared = "gpuvc-gpu-3"
+	pod := reservationPod(ctx, t, cp.Client, ns, shared, "a100-0")
+	patch := []byte(`{"metadata":{"annotations":{"gpuvc.dev/gpu-uuid":"GPU-sim-a100-0-0"}}}`)
+	_, err = cp.Client.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "gpuvc-share"})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	runCtx, holding := holdingSignal(runCtx)
+	done := make(chan error, 1)
+	go func() {
+		done <- reserve.Run(runCtx, reserve.Options{Client: saClient, Namespace: ns, Name: shared, UUID: uuidOf("GPU-sim-9f8e")})
+	}()
+	select {
+	case <-holding:
+	case err := <-done:
+		t.Fatalf("reserve.Run returned %v instead of holding", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("reserve.Run never started holding")
+	}
+	stop()
+	waitExit(t, done, "reserve.Run")
+	got, err := cp.Client.CoreV1().Pods(ns).Get(ctx, shared, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "GPU-sim-a100-0-0", got.Annotations[reserve.UUIDAnnotation])
 }
 
 // The whole simulated path: `gpuvc agent --simulate --device-plugin` publishes
@@ -324,11 +410,19 @@ func TestSimulatedNodeEndToEnd(t *testing.T) {
 	}
 	var reserveOut lockedBuffer
 	rc := reservecmd.NewCommand(cli.Streams{Out: &reserveOut, ErrOut: &reserveOut}, &cli.Globals{Kubeconfig: reserveKubeconfig})
-	rc.SetArgs([]string{"--simulate"})
+	// The default command, as reservation pods run it: without a driver it
+	// takes the simulated GPU the device plugin allocated.
+	args := []string{}
+	if nvml.Init() == nvml.SUCCESS { // a real driver would answer instead
+		nvml.Shutdown()
+		args = []string{"--simulate"}
+	}
+	rc.SetArgs(args)
 	reserveCtx, stopReserve := context.WithCancel(ctx)
 	defer stopReserve()
 	reserveDone := runCommand(reserveCtx, rc)
 	waitAnnotation(ctx, t, cp.Client, ns, name, chosen, reserveDone)
+	waitHolding(t, &reserveOut, reserveDone)
 
 	stopReserve()
 	waitExit(t, reserveDone, "gpuvc reserve")

@@ -113,6 +113,29 @@ func VisibleDevicesUUID(value string, set bool) (string, error) {
 	return value, nil
 }
 
+// IsSimulated reports whether a UUID names a simulated GPU: the gpuvc device
+// plugin and gpu/inventory.Simulate hand out GPU-sim-… and MIG-sim-…, the
+// share controller records GPU-sim-<node>-<n>. No real GPU has such a UUID.
+func IsSimulated(uuid string) bool {
+	return strings.HasPrefix(uuid, "GPU-sim-") || strings.HasPrefix(uuid, "MIG-sim-")
+}
+
+// DetectUUID finds the pod's GPU without being told whether the node is
+// simulated: NVML first; only when there is no NVIDIA driver and the device
+// plugin allocated a simulated GPU (NVIDIA_VISIBLE_DEVICES holds one
+// GPU-sim-/MIG-sim- UUID, as the gpuvc device plugin sets it) is that GPU
+// used. Any other failure is NVML's error.
+func DetectUUID(lib nvml.Interface, lookupEnv func(string) (string, bool)) (string, error) {
+	uuid, err := NVMLUUID(lib)
+	if err == nil || !errors.Is(err, inventory.ErrNoDriver) {
+		return uuid, err
+	}
+	if v, ok := lookupEnv(VisibleDevicesEnv); ok && IsSimulated(strings.TrimSpace(v)) {
+		return VisibleDevicesUUID(v, ok)
+	}
+	return "", err
+}
+
 // Options configure Run.
 type Options struct {
 	Client    kubernetes.Interface
@@ -144,7 +167,9 @@ func Run(ctx context.Context, o Options) error {
 // Annotate sets UUIDAnnotation on the pod with a merge patch (field manager
 // FieldManager), retrying transient API errors briefly. The pod must exist:
 // the patch never creates one. An annotation naming another GPU is an error,
-// never overwritten. Needs get and patch on pods in its namespace.
+// never overwritten — except that a simulated UUID already recorded stays when
+// the allocated GPU is simulated too. Needs get and patch on pods in its
+// namespace.
 func Annotate(ctx context.Context, c kubernetes.Interface, namespace, name, uuid string) error {
 	pods := c.CoreV1().Pods(namespace)
 	pod, err := pods.Get(ctx, name, metav1.GetOptions{})
@@ -154,14 +179,18 @@ func Annotate(ctx context.Context, c kubernetes.Interface, namespace, name, uuid
 	if err != nil {
 		return fmt.Errorf("reading pod %s/%s: %w", namespace, name, err)
 	}
-	switch old := pod.Annotations[UUIDAnnotation]; old {
-	case uuid:
+	switch old := pod.Annotations[UUIDAnnotation]; {
+	case old == uuid:
 		return nil
-	case "":
-	default:
+	case old != "" && IsSimulated(old) && IsSimulated(uuid):
+		// On simulated nodes the share controller may record a UUID before
+		// the container starts; share pods may use it already, and nothing
+		// runs on a simulated GPU, so the recorded one stays.
+		logr.FromContextOrDiscard(ctx).Info("keeping the simulated GPU UUID already recorded", "pod", namespace+"/"+name, "recorded", old, "allocated", uuid)
+		return nil
+	case old != "":
 		// A container restart keeps the pod's GPU, so a different UUID was
-		// written by someone else (e.g. the share controller on a node it
-		// thinks is simulated); share pods may already use it.
+		// written by someone else; share pods may already use it.
 		return fmt.Errorf("pod %s/%s already records %s=%s but this container holds GPU %s: refusing to change it", namespace, name, UUIDAnnotation, old, uuid)
 	}
 	patch, err := json.Marshal(map[string]any{

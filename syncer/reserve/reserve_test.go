@@ -147,6 +147,90 @@ func TestVisibleDevicesUUID(t *testing.T) {
 	}
 }
 
+func TestDetectUUID(t *testing.T) {
+	noDriver := func() nvml.Interface {
+		return &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
+	}
+	env := func(v string, set bool) func(string) (string, bool) {
+		return func(k string) (string, bool) {
+			if k != VisibleDevicesEnv {
+				t.Errorf("looked up %s", k)
+			}
+			return v, set
+		}
+	}
+	tests := map[string]struct {
+		lib      nvml.Interface
+		lookup   func(string) (string, bool)
+		want     string
+		wantErr  string
+		noDriver bool
+	}{
+		"NVML wins":                   {lib: gpuServer(t, 1), lookup: env("GPU-sim-x", true), want: "GPU-0"},
+		"NVML errors are NVML's":      {lib: gpuServer(t, 2), lookup: env("GPU-sim-x", true), wantErr: "NVML reports 2 GPUs"},
+		"no driver, simulated GPU":    {lib: noDriver(), lookup: env("GPU-sim-1234", true), want: "GPU-sim-1234"},
+		"no driver, simulated MIG":    {lib: noDriver(), lookup: env("MIG-sim-1234", true), want: "MIG-sim-1234"},
+		"no driver, two simulated":    {lib: noDriver(), lookup: env("GPU-sim-a,GPU-sim-b", true), wantErr: "names 2 GPUs"},
+		"no driver, real UUID in env": {lib: noDriver(), lookup: env("GPU-0d7a2c5e", true), wantErr: "NVIDIA driver not found", noDriver: true},
+		"no driver, env unset":        {lib: noDriver(), lookup: env("", false), wantErr: "NVIDIA driver not found", noDriver: true},
+		"no driver, all":              {lib: noDriver(), lookup: env("all", true), wantErr: "NVIDIA driver not found", noDriver: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := DetectUUID(tc.lib, tc.lookup)
+			if tc.wantErr == "" && err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("error = %v, want %q", err, tc.wantErr)
+			}
+			if errors.Is(err, inventory.ErrNoDriver) != tc.noDriver {
+				t.Errorf("errors.Is(err, ErrNoDriver) = %v, want %v", !tc.noDriver, tc.noDriver)
+			}
+			if got != tc.want {
+				t.Errorf("UUID = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A simulated UUID already recorded (by the share controller) stays when the
+// allocated GPU is simulated too; real UUIDs never give way.
+func TestAnnotateRecordedUUID(t *testing.T) {
+	tests := map[string]struct {
+		recorded, allocated string
+		want                string
+		wantErr             string
+	}{
+		"same":                      {"GPU-0", "GPU-0", "GPU-0", ""},
+		"both simulated":            {"GPU-sim-node-0", "GPU-sim-1a2b", "GPU-sim-node-0", ""},
+		"simulated recorded, real":  {"GPU-sim-node-0", "GPU-0", "", "refusing to change it"},
+		"real recorded, simulated":  {"GPU-1", "GPU-sim-1a2b", "", "refusing to change it"},
+		"real recorded, other real": {"GPU-1", "GPU-0", "", "already records gpuvc.dev/gpu-uuid=GPU-1 but this container holds GPU GPU-0"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pod := reservationPod("ns", "p")
+			pod.Annotations = map[string]string{UUIDAnnotation: tc.recorded}
+			client := fake.NewClientset(pod)
+			err := Annotate(context.Background(), client, "ns", "p", tc.allocated)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
+			if got.Annotations[UUIDAnnotation] != tc.want {
+				t.Errorf("annotation = %q, want %q", got.Annotations[UUIDAnnotation], tc.want)
+			}
+		})
+	}
+}
+
 func reservationPod(ns, name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: "uid-1"}}
 }

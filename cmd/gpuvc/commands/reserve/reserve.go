@@ -38,7 +38,8 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			"the one GPU the container sees (NVML; with --simulate, $NVIDIA_VISIBLE_DEVICES as the gpuvc\n" +
 			"device plugin sets it), writes it to the pod's own annotation gpuvc.dev/gpu-uuid and then\n" +
 			"blocks until SIGTERM, holding the GPU. It fails when the container sees no GPU or more than\n" +
-			"one. Needs RBAC get and patch on pods in its namespace.",
+			"one. Without --simulate and without an NVIDIA driver it still accepts a simulated GPU\n" +
+			"(GPU-sim-...) in $NVIDIA_VISIBLE_DEVICES. Needs RBAC get and patch on pods in its namespace.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), streams, globals, f) },
 	}
@@ -54,9 +55,9 @@ func run(ctx context.Context, streams cli.Streams, globals *cli.Globals, f *flag
 		return fmt.Errorf("this pod's name and namespace are required: set $%s and $%s from the downward API (or --pod-name, --pod-namespace)", reserve.PodNameEnv, reserve.PodNamespaceEnv)
 	}
 	uuid := func() (string, error) {
-		u, err := reserve.NVMLUUID(nvml.New())
+		u, err := reserve.DetectUUID(nvml.New(), os.LookupEnv)
 		if errors.Is(err, inventory.ErrNoDriver) {
-			err = fmt.Errorf("%w; on a simulated node (gpuvc device plugin) run `gpuvc reserve --simulate`", err)
+			err = fmt.Errorf("%w, and %s names no simulated GPU; on a simulated node run `gpuvc reserve --simulate`", err, reserve.VisibleDevicesEnv)
 		}
 		return u, err
 	}
