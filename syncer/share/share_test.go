@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +20,14 @@ import (
 )
 
 func served(p *corev1.Pod) bool { return !hasGate(p) && isRunning(p) }
+
+func sampleCount(t *testing.T, o prometheus.Observer) uint64 {
+	var m dto.Metric
+	if err := o.(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
 
 // Three 0.3 pods share one reservation; a fourth needs a second. Every pod runs
 // on its reservation's node with its GPU in its ConfigMap; when the pods go, the
@@ -72,6 +83,12 @@ func TestFractionsShareOneReservation(t *testing.T) {
 		t.Errorf("%d reservations for 4 x 0.3, want 2", n)
 	}
 	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
+	waitUntil(ctx, t, 10*time.Second, "metrics say 2 reservations, 1.2 GPU, none gated, 4 latencies", func(context.Context) (bool, error) {
+		return testutil.ToFloat64(env.metrics.Reservations.WithLabelValues("pack")) == 2 &&
+			testutil.ToFloat64(env.metrics.AllocatedGPUs.WithLabelValues("pack")) == 1.2 &&
+			testutil.ToFloat64(env.metrics.GatedPods.WithLabelValues("pack")) == 0 &&
+			sampleCount(t, env.metrics.UngateLatency.WithLabelValues("pack")) == 4, nil
+	})
 
 	// The pods go: so do the reservations (after the grace) and the ConfigMaps.
 	for _, n := range []string{"a", "b", "c", "d"} {
