@@ -99,6 +99,9 @@ func (f *flags) validate() (config, error) {
 	if f.devicePlugin && f.simulate == "" {
 		return c, errors.New("--device-plugin serves simulated GPUs only: add --simulate (real GPUs need NVIDIA's device plugin)")
 	}
+	if f.devicePlugin && c.strategy != inventory.StrategyMixed {
+		return c, fmt.Errorf("--device-plugin advertises MIG devices with the mixed strategy: --mig-strategy %s would label the node differently", c.strategy)
+	}
 	if f.devicePlugin && f.once {
 		return c, errors.New("--device-plugin must keep running for the kubelet: drop --once")
 	}

@@ -61,6 +61,8 @@ func TestAgentFlagErrors(t *testing.T) {
 		"gfd mode":                     {[]string{"--node-name=n", "--gfd=maybe"}, []string{`--gfd`, `"maybe"`}},
 		"interval":                     {[]string{"--node-name=n", "--interval=0s"}, []string{"--interval 0s must be positive"}},
 		"device plugin needs simulate": {[]string{"--node-name=n", "--device-plugin"}, []string{"--device-plugin serves simulated GPUs only"}},
+		"device plugin not mixed": {[]string{"--node-name=n", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=1", "--device-plugin", "--mig-strategy=single"},
+			[]string{"--mig-strategy single"}},
 		"device plugin not once": {[]string{"--node-name=n", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=1", "--device-plugin", "--once"},
 			[]string{"drop --once"}},
 		"arguments": {[]string{"--node-name=n", "extra"}, []string{"unknown command"}},

@@ -115,3 +115,18 @@ func TestReserveNoDriver(t *testing.T) {
 		t.Errorf("error = %v, want it to reach the API server", err)
 	}
 }
+
+// A GPU problem is reported before a missing API server configuration.
+func TestReserveLocalErrorsFirst(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv(reserve.PodNameEnv, "p")
+	t.Setenv(reserve.PodNamespaceEnv, "ns")
+	t.Setenv(reserve.VisibleDevicesEnv, "void")
+	cmd := NewCommand(cli.Streams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, &cli.Globals{})
+	cmd.SetArgs([]string{"--simulate"})
+	err := cmd.ExecuteContext(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `NVIDIA_VISIBLE_DEVICES="void" names no GPU`) {
+		t.Errorf("error = %v, want the missing GPU", err)
+	}
+}
