@@ -13,9 +13,8 @@ import (
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
-// On nodes labelled gpuvc.dev/simulated=true no container runs, so `gpuvc
-// reserve` never reports a GPU. The controller records a deterministic UUID
-// instead: GPU-sim-<node>-<n>, n the lowest index no other reservation on that
+// On nodes labelled gpuvc.dev/simulated=true there is no GPU to find (kwok runs
+// no container at all), so the controller records a deterministic UUID itself: GPU-sim-<node>-<n>, n the lowest index no other reservation on that
 // node (of any team) holds. The names are unique per node, stable across
 // restarts (they live on the reservation pods), and cannot be mistaken for a
 // real GPU's.
