@@ -82,6 +82,7 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	timer := time.NewTimer(0) // register at once
 	defer timer.Stop()
+	watchErrs := w.Errors
 	for {
 		select {
 		case <-ctx.Done():
@@ -99,10 +100,12 @@ func Serve(ctx context.Context, o Options) error {
 				return err
 			}
 			timer.Reset(0)
-		case err, ok := <-w.Errors:
-			if ok {
-				s.log.Error(err, "watching the device-plugin folder")
+		case err, ok := <-watchErrs:
+			if !ok {
+				watchErrs = nil // closed: never ready again
+				continue
 			}
+			s.log.Error(err, "watching the device-plugin folder")
 		case <-timer.C:
 			if err := s.registerPending(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error(err, "registering with the kubelet failed; retrying", "in", retry)
