@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -336,6 +337,64 @@ func TestReserveRestartAndConflict(t *testing.T) {
 	got, err := cp.Client.CoreV1().Pods(ns).Get(ctx, shared, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "GPU-sim-a100-0-0", got.Annotations[reserve.UUIDAnnotation])
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Another writer (the share controller) records a UUID between Annotate's
+// read and its patch: the real API server refuses the stale patch, Annotate
+// reads again, and the first writer's UUID stays (or, for real UUIDs,
+// Annotate refuses).
+func TestReserveConcurrentWriter(t *testing.T) {
+	cp := requireHost(t)
+	ctx := testContext(t)
+	const ns = "reserve-race"
+	kubeconfig, _ := reservationNamespace(ctx, t, cp, ns)
+	tests := map[string]struct {
+		pod, theirs, mine string
+		wantErr           string
+	}{
+		"simulated": {pod: "gpuvc-gpu-4", theirs: "GPU-sim-a100-0-1", mine: "GPU-sim-77aa"},
+		"real":      {pod: "gpuvc-gpu-5", theirs: "GPU-1b2c", mine: "GPU-3d4e", wantErr: "refusing to change it"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			reservationPod(ctx, t, cp.Client, ns, tc.pod, "a100-0")
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			require.NoError(t, err)
+			var once sync.Once
+			var injectErr error
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+				return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+					resp, err := rt.RoundTrip(req)
+					if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods/"+tc.pod) {
+						once.Do(func() {
+							patch := []byte(`{"metadata":{"annotations":{"gpuvc.dev/gpu-uuid":"` + tc.theirs + `"}}}`)
+							_, injectErr = cp.Client.CoreV1().Pods(ns).Patch(ctx, tc.pod, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "gpuvc-share"})
+						})
+					}
+					return resp, err
+				})
+			})
+			client, err := kubernetes.NewForConfig(cfg)
+			require.NoError(t, err)
+			err = reserve.Annotate(ctx, client, ns, tc.pod, tc.mine)
+			require.NoError(t, injectErr)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			got, err := cp.Client.CoreV1().Pods(ns).Get(ctx, tc.pod, metav1.GetOptions{})
+			require.NoError(t, err)
+			require.Equal(t, tc.theirs, got.Annotations[reserve.UUIDAnnotation])
+			for _, mf := range got.ManagedFields {
+				require.NotEqual(t, reserve.FieldManager, mf.Manager, "the stale patch was applied")
+			}
+		})
+	}
 }
 
 // The whole simulated path: `gpuvc agent --simulate --device-plugin` publishes

@@ -165,12 +165,33 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // Annotate sets UUIDAnnotation on the pod with a merge patch (field manager
-// FieldManager), retrying transient API errors briefly. The pod must exist:
-// the patch never creates one. An annotation naming another GPU is an error,
-// never overwritten — except that a simulated UUID already recorded stays when
-// the allocated GPU is simulated too. Needs get and patch on pods in its
-// namespace.
+// FieldManager). The pod must exist: the patch never creates one. The patch
+// carries the pod's UID and resourceVersion, so it applies only to the pod
+// version the decision was made on: the first writer of the annotation wins,
+// and a concurrent writer (the share controller on simulated nodes) makes
+// Annotate read again and decide again. An annotation naming another GPU is an
+// error, never overwritten — except that a simulated UUID already recorded
+// stays when the allocated GPU is simulated too. Transient API errors are
+// retried briefly. Needs get and patch on pods in its namespace.
 func Annotate(ctx context.Context, c kubernetes.Interface, namespace, name, uuid string) error {
+	err := retry.OnError(retry.DefaultBackoff, func(err error) bool {
+		var pe *patchError
+		return errors.As(err, &pe) && (apierrors.IsConflict(pe.err) || retriable(pe.err))
+	}, func() error { return annotateOnce(ctx, c, namespace, name, uuid) })
+	if pe := (*patchError)(nil); errors.As(err, &pe) {
+		return fmt.Errorf("annotating pod %s/%s with %s=%s: %w", namespace, name, UUIDAnnotation, uuid, pe.err)
+	}
+	return err
+}
+
+// patchError is a failed patch: the one failure Annotate may retry.
+type patchError struct{ err error }
+
+func (e *patchError) Error() string { return e.err.Error() }
+func (e *patchError) Unwrap() error { return e.err }
+
+// annotateOnce reads the pod, decides and patches.
+func annotateOnce(ctx context.Context, c kubernetes.Interface, namespace, name, uuid string) error {
 	pods := c.CoreV1().Pods(namespace)
 	pod, err := pods.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -195,20 +216,17 @@ func Annotate(ctx context.Context, c kubernetes.Interface, namespace, name, uuid
 	}
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{
-			// The UID precondition refuses to annotate a newer pod of the same name.
-			"uid":         pod.UID,
-			"annotations": map[string]string{UUIDAnnotation: uuid},
+			// Preconditions: this pod (not a newer one of the same name), this version.
+			"uid":             pod.UID,
+			"resourceVersion": pod.ResourceVersion,
+			"annotations":     map[string]string{UUIDAnnotation: uuid},
 		},
 	})
 	if err != nil {
 		return err
 	}
-	err = retry.OnError(retry.DefaultBackoff, retriable, func() error {
-		_, err := pods.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("annotating pod %s/%s with %s=%s: %w", namespace, name, UUIDAnnotation, uuid, err)
+	if _, err := pods.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return &patchError{err}
 	}
 	return nil
 }

@@ -13,8 +13,11 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 )
@@ -226,6 +229,95 @@ func TestAnnotateRecordedUUID(t *testing.T) {
 			got, _ := client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
 			if got.Annotations[UUIDAnnotation] != tc.want {
 				t.Errorf("annotation = %q, want %q", got.Annotations[UUIDAnnotation], tc.want)
+			}
+		})
+	}
+}
+
+// A concurrent writer between Annotate's read and its patch (the share
+// controller on a simulated node) makes the patch conflict; Annotate reads
+// again and applies its rules to what the other writer recorded.
+func TestAnnotateConcurrentWriter(t *testing.T) {
+	tests := map[string]struct {
+		theirs, mine string
+		want         string
+		wantErr      string
+	}{
+		"simulated: the first writer wins": {"GPU-sim-node-0", "GPU-sim-1a2b", "GPU-sim-node-0", ""},
+		"real: refused":                    {"GPU-1", "GPU-0", "GPU-1", "refusing to change it"},
+		"same UUID":                        {"GPU-0", "GPU-0", "GPU-0", ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			client := fake.NewClientset(reservationPod("ns", "p"))
+			patches := 0
+			client.PrependReactor("patch", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				patches++
+				if patches > 1 {
+					return false, nil, nil
+				}
+				// The other writer lands first; the API server refuses the stale patch.
+				pod, err := client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), "ns", "p")
+				if err != nil {
+					return true, nil, err
+				}
+				p := pod.(*corev1.Pod).DeepCopy()
+				p.Annotations = map[string]string{UUIDAnnotation: tc.theirs}
+				if err := client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "ns"); err != nil {
+					return true, nil, err
+				}
+				return true, nil, apierrors.NewConflict(corev1.Resource("pods"), "p", errors.New("the object has been modified"))
+			})
+			err := Annotate(context.Background(), client, "ns", "p", tc.mine)
+			if tc.wantErr == "" && err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("error = %v, want %q", err, tc.wantErr)
+			}
+			got, _ := client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
+			if got.Annotations[UUIDAnnotation] != tc.want {
+				t.Errorf("annotation = %q, want %q", got.Annotations[UUIDAnnotation], tc.want)
+			}
+			if patches != 1 {
+				t.Errorf("%d patches, want only the refused one", patches)
+			}
+		})
+	}
+}
+
+// Transient patch failures are retried; final ones are reported with context.
+func TestAnnotatePatchFailures(t *testing.T) {
+	tests := map[string]struct {
+		failures int
+		err      error
+		wantErr  string
+		patches  int
+	}{
+		"transient then fine": {failures: 2, err: apierrors.NewServiceUnavailable("busy"), patches: 3},
+		"forbidden":           {failures: 9, err: apierrors.NewForbidden(corev1.Resource("pods"), "p", errors.New("no")), wantErr: "annotating pod ns/p with gpuvc.dev/gpu-uuid=GPU-0: ", patches: 1},
+		"always busy":         {failures: 9, err: apierrors.NewServiceUnavailable("busy"), wantErr: "busy", patches: 4},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			client := fake.NewClientset(reservationPod("ns", "p"))
+			patches := 0
+			client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				patches++
+				if patches <= tc.failures {
+					return true, nil, tc.err
+				}
+				return false, nil, nil
+			})
+			err := Annotate(context.Background(), client, "ns", "p", "GPU-0")
+			if tc.wantErr == "" && err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("error = %v, want %q", err, tc.wantErr)
+			}
+			if patches != tc.patches {
+				t.Errorf("%d patches, want %d", patches, tc.patches)
 			}
 		})
 	}
