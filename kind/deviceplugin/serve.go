@@ -25,6 +25,8 @@ const (
 	KubeletSocket = "kubelet.sock"
 	// registerTimeout bounds one Register call.
 	registerTimeout = 10 * time.Second
+	// firstRetry is the first wait after a failed registration.
+	firstRetry = 50 * time.Millisecond
 )
 
 // Options configure Serve.
@@ -32,8 +34,10 @@ type Options struct {
 	// Dir is the kubelet's device-plugin folder; empty means DefaultDir.
 	Dir       string
 	Inventory inventory.Inventory
-	// RetryInterval is the wait before retrying a failed registration (the
-	// kubelet is not up yet, or refused); zero means 5s.
+	// RetryInterval is the longest wait before retrying a failed registration
+	// (the kubelet is not up yet, or refused); zero means 5s. Retries start
+	// at 50ms and double up to it: kubelet.sock appears (bind) a moment
+	// before the kubelet listens on it.
 	RetryInterval time.Duration
 }
 
@@ -44,8 +48,8 @@ type Options struct {
 //
 // A kubelet restart deletes the plugin sockets and recreates kubelet.sock;
 // Serve watches Dir (inotify) and, when kubelet.sock is created, restarts its
-// servers and registers again. Failed registrations are retried every
-// RetryInterval.
+// servers and registers again. Failed registrations are retried after 50ms,
+// doubling up to RetryInterval.
 func Serve(ctx context.Context, o Options) error {
 	dir := o.Dir
 	if dir == "" {
@@ -62,10 +66,11 @@ func Serve(ctx context.Context, o Options) error {
 	if len(resources) == 0 {
 		return errors.New("the inventory has no GPU or MIG device: nothing to advertise")
 	}
-	retry := o.RetryInterval
-	if retry <= 0 {
-		retry = 5 * time.Second
+	maxRetry := o.RetryInterval
+	if maxRetry <= 0 {
+		maxRetry = 5 * time.Second
 	}
+	retry := firstRetry
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", dir, err)
@@ -99,6 +104,7 @@ func Serve(ctx context.Context, o Options) error {
 			if err := s.start(); err != nil {
 				return err
 			}
+			retry = firstRetry
 			timer.Reset(0)
 		case err, ok := <-watchErrs:
 			if !ok {
@@ -107,10 +113,14 @@ func Serve(ctx context.Context, o Options) error {
 			}
 			s.log.Error(err, "watching the device-plugin folder")
 		case <-timer.C:
-			if err := s.registerPending(ctx); err != nil && ctx.Err() == nil {
-				s.log.Error(err, "registering with the kubelet failed; retrying", "in", retry)
-				timer.Reset(retry)
+			err := s.registerPending(ctx)
+			if err == nil || ctx.Err() != nil {
+				retry = firstRetry
+				continue
 			}
+			s.log.Error(err, "registering with the kubelet failed; retrying", "in", retry)
+			timer.Reset(retry)
+			retry = min(2*retry, maxRetry)
 		}
 	}
 }

@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
@@ -87,7 +89,13 @@ func (k *Kubelet) Pending() (*pluginapi.RegisterRequest, bool) {
 // Dial connects to a plugin's endpoint (a socket name in the kubelet's folder)
 // as the kubelet does. Close the connection when done.
 func (k *Kubelet) Dial(endpoint string) (pluginapi.DevicePluginClient, *grpc.ClientConn, error) {
-	conn, err := grpc.NewClient("unix://"+filepath.Join(k.Dir, endpoint), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+filepath.Join(k.Dir, endpoint),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// Reconnect quickly: tests dial sockets that appear a moment later.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 200 * time.Millisecond},
+			MinConnectTimeout: time.Second,
+		}))
 	if err != nil {
 		return nil, nil, err
 	}
