@@ -32,7 +32,9 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 
 # glibc, CA certificates and a nonroot user (65532, as the chart runs it); no shell.
 # Debian 12 on both sides, so the glibc the binary was linked against is present.
+# The binary is on PATH: reservation pods run the command ["gpuvc", "reserve"]
+# (share.DefaultCommand), the chart's containers only pass arguments.
 FROM gcr.io/distroless/cc-debian12:nonroot
-COPY --from=build /out/gpuvc /gpuvc
+COPY --from=build /out/gpuvc /usr/local/bin/gpuvc
 USER 65532:65532
-ENTRYPOINT ["/gpuvc"]
+ENTRYPOINT ["/usr/local/bin/gpuvc"]

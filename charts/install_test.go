@@ -15,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,8 +63,13 @@ func TestInstall(t *testing.T) {
 	t.Run("webhook configurations", func(t *testing.T) { checkStoredWebhooks(ctx, t) })
 	t.Run("agent scheduling", func(t *testing.T) { checkAgentScheduling(ctx, t) })
 	t.Run("agent node fence", func(t *testing.T) { checkAgentFence(ctx, t) })
-	t.Run("manager access", func(t *testing.T) { checkAccess(ctx, t, managerNeeds(), leaderElectionNeeds()) })
+	t.Run("manager access", func(t *testing.T) {
+		checkAccess(ctx, t, managerNeeds(), leaderElectionNeeds())
+		checkRefused(ctx, t, realNodesOnly())
+	})
 	t.Run("manager runs as its ServiceAccount", func(t *testing.T) { runManagerAsServiceAccount(ctx, t) })
+
+	t.Run("real nodes need vcluster.syncRealNodes", func(t *testing.T) { checkRealNodes(ctx, t, h) })
 
 	rel = h.upgrade(ctx, t, "certManager: {enabled: false}")
 	t.Run("self-managed certificates", func(t *testing.T) {
@@ -81,16 +87,23 @@ func TestInstall(t *testing.T) {
 // helmClient runs Helm actions on the local control plane.
 type helmClient struct{ cfg *action.Configuration }
 
-func newHelm(t *testing.T) *helmClient {
+func newHelm(t *testing.T) *helmClient { return helmIn(t, testNamespace) }
+
+// helmIn is a Helm client, as the administrator, for releases of a namespace.
+func helmIn(t *testing.T, namespace string) *helmClient {
 	t.Helper()
 	flags := genericclioptions.NewConfigFlags(false)
-	kubeconfig, ns := host.Kubeconfig, testNamespace
+	kubeconfig, ns := host.Kubeconfig, namespace
 	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
 	cfg := &action.Configuration{}
-	if err := cfg.Init(flags, testNamespace, "secret", func(string, ...any) {}); err != nil {
+	if err := cfg.Init(flags, namespace, "secret", func(string, ...any) {}); err != nil {
 		t.Fatal(err)
 	}
 	return &helmClient{cfg: cfg}
+}
+
+func (h *helmClient) get(name string) (*release.Release, error) {
+	return action.NewGet(h.cfg).Run(name)
 }
 
 func values(t *testing.T, valuesYAML string) map[string]any {
@@ -422,33 +435,40 @@ func saConfig(ctx context.Context, t *testing.T, sa string, bound *authenticatio
 // manager's ServiceAccount may make each request, and that it may not make the
 // requests managerMustNot lists.
 func checkAccess(ctx context.Context, t *testing.T, needs ...[]request) {
-	user := "system:serviceaccount:" + testNamespace + ":" + ManagerServiceAccount
-	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + testNamespace, "system:authenticated"}
-	allowed := func(r request) bool {
-		res, _, _ := strings.Cut(r.resource, "/")
-		_, sub, _ := strings.Cut(r.resource, "/")
-		sar, err := host.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-			Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: r.verb, Group: r.group, Resource: res, Subresource: sub, Namespace: r.namespace, Name: r.name,
-			}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sar.Status.Allowed
-	}
 	for _, list := range needs {
 		for _, r := range list {
-			if !allowed(r) {
+			if !managerAllowed(ctx, t, r) {
 				t.Errorf("the API server refuses: %s", r)
 			}
 		}
 	}
-	for _, r := range managerMustNot {
-		if allowed(r) {
+	checkRefused(ctx, t, managerMustNot)
+}
+
+func checkRefused(ctx context.Context, t *testing.T, requests []request) {
+	for _, r := range requests {
+		if managerAllowed(ctx, t, r) {
 			t.Errorf("the API server allows: %s", r)
 		}
 	}
+}
+
+func managerAllowed(ctx context.Context, t *testing.T, r request) bool {
+	t.Helper()
+	res, sub, _ := strings.Cut(r.resource, "/")
+	sar, err := host.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   "system:serviceaccount:" + testNamespace + ":" + ManagerServiceAccount,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + testNamespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: r.verb, Group: r.group, Resource: res, Subresource: sub, Namespace: r.namespace, Name: r.name,
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sar.Status.Allowed
 }
 
 // runManagerAsServiceAccount runs gpuvc's manager in this process, authenticated
@@ -552,12 +572,32 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		t.Fatalf("team fraud provisioned by the manager's ServiceAccount: %v", err)
 	}
 	t.Logf("team fraud: host resources ready, vCluster %s", reason)
-	if _, err := host.Client.RbacV1().ClusterRoles().Get(ctx, "vc-fraud-v-"+ns, metav1.GetOptions{}); err != nil {
-		t.Errorf("vCluster's ClusterRole (created by Helm as the manager): %v", err)
+	// Every object of the vCluster release exists: Helm, as the manager, created them
+	// all (its Role and, with node sync, its ClusterRole passed the escalation check).
+	vcRelease, err := helmIn(t, ns).get("fraud")
+	if err != nil {
+		t.Fatalf("vCluster release: %v", err)
 	}
-	if _, err := host.Client.RbacV1().Roles(ns).Get(ctx, "vc-fraud", metav1.GetOptions{}); err != nil {
-		t.Errorf("vCluster's Role (created by Helm as the manager): %v", err)
+	vcObjects, err := parseManifests(vcRelease.Manifest)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var clusterScoped []string
+	mapper, dyn := clients(t)
+	for _, u := range vcObjects {
+		objNS := u.GetNamespace()
+		if objNS == "" {
+			objNS = ns
+		}
+		ri := resourceClient(t, mapper, dyn, u.GetKind(), u.GetAPIVersion(), objNS)
+		if _, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{}); err != nil {
+			t.Errorf("vCluster release object %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		if u.GetKind() == "ClusterRole" || u.GetKind() == "ClusterRoleBinding" {
+			clusterScoped = append(clusterScoped, u.GetKind()+" "+u.GetName())
+		}
+	}
+	t.Logf("vCluster release: %d objects created by the manager's ServiceAccount (cluster-scoped: %v)", len(vcObjects), clusterScoped)
 	if evs, err := host.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, e := range evs.Items {
 			if strings.Contains(strings.ToLower(e.Message), "forbidden") {
@@ -582,8 +622,14 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		explain()
 		t.Fatalf("team fraud deleted by the manager's ServiceAccount: %v", err)
 	}
-	if _, err := host.Client.RbacV1().ClusterRoles().Get(ctx, "vc-fraud-v-"+ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("vCluster's ClusterRole after the team's deletion: %v", err)
+	for _, u := range vcObjects {
+		if u.GetNamespace() != "" || (u.GetKind() != "ClusterRole" && u.GetKind() != "ClusterRoleBinding") {
+			continue // namespaced objects went with the namespace
+		}
+		ri := resourceClient(t, mapper, dyn, u.GetKind(), u.GetAPIVersion(), "")
+		if _, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s %s after the team's deletion: %v", u.GetKind(), u.GetName(), err)
+		}
 	}
 }
 
@@ -635,4 +681,52 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// checkRealNodes: a vCluster that syncs the host's real nodes brings a ClusterRole.
+// With default values Helm, as the manager, is refused it (a Team's extra values
+// cannot widen the manager's reach); with vcluster.syncRealNodes the manager holds
+// what that ClusterRole grants and installs and removes it.
+func checkRealNodes(ctx context.Context, t *testing.T, h *helmClient) {
+	const ns = "team-nodes"
+	if _, err := host.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = host.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	}()
+	src, err := vclusterstest.ChartSource(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc, err := vclusters.New(saConfig(ctx, t, ManagerServiceAccount, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := vclusters.Spec{
+		Name: "nodes", Namespace: ns, Pool: "a100", KubeconfigServer: "https://nodes." + ns + ".svc",
+		Chart: src, Persistence: vclusters.Persistence{Ephemeral: true}, SyncRealNodes: true,
+	}
+	if _, err := vc.Apply(ctx, spec); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("vCluster with real nodes under default values: %v, want a refusal (forbidden)", err)
+	}
+	h.upgrade(ctx, t, "vcluster: {syncRealNodes: true}")
+	var applyErr error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, applyErr = vc.Apply(ctx, spec)
+		return applyErr == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("vCluster with real nodes and vcluster.syncRealNodes: %v", applyErr)
+	}
+	name := "vc-nodes-v-" + ns
+	if _, err := host.Client.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Errorf("vCluster's ClusterRole: %v", err)
+	}
+	if err := vc.Uninstall(ctx, spec); err != nil {
+		t.Fatalf("uninstall as the manager: %v", err)
+	}
+	if _, err := host.Client.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("vCluster's ClusterRoleBinding after uninstall: %v", err)
+	}
 }

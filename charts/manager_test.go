@@ -17,7 +17,7 @@ var managerFlags = []string{
 	"--leader-election-namespace", "--webhook-port", "--webhook-cert-dir",
 	"--vcluster-chart-repo", "--vcluster-chart-version", "--vcluster-chart-dir",
 	"--team-server-url", "--control-plane-pool", "--system-pool", "--reserve-image",
-	"--ephemeral-vclusters",
+	"--ephemeral-vclusters", "--sync-real-nodes",
 }
 
 const defaultImage = "ghcr.io/gpuvc/gpuvc:0.1.0"
@@ -47,6 +47,8 @@ func TestManagerArgs(t *testing.T) {
 			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage})},
 		"kind trial": {defaultImage, concat(common, leader, chart,
 			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage, "--ephemeral-vclusters"})},
+		"real nodes": {defaultImage, concat(common, leader, chart,
+			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage, "--sync-real-nodes"})},
 		"one replica without leader election": {defaultImage, concat(common, chart,
 			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage})},
 		"metrics off": {defaultImage, concat(common, leader, chart,

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 	"github.com/gpuvc/gpuvc/syncer/share"
 	"github.com/gpuvc/gpuvc/vclusters"
 	"github.com/gpuvc/gpuvc/vclusters/vclusterstest"
@@ -171,8 +172,7 @@ func managerNeeds() []request {
 		verbs(informer, "rbac.authorization.k8s.io", "rolebindings", "", "reconciler Owns"),
 		verbs(informer, "apps", "statefulsets", "", "reconciler Watches: vCluster readiness"),
 		verbs(informer, "apps", "deployments", "", "reconciler Watches: vCluster readiness (ephemeral)"),
-		verbs(readWrite, "admissionregistration.k8s.io", "validatingadmissionpolicies", "", "CEL fence per team"),
-		verbs(readWrite, "admissionregistration.k8s.io", "validatingadmissionpolicybindings", "", "CEL fence per team"),
+		celFence(),
 		verbs([]string{"create", "patch"}, "", "events", "default", "events on Teams"),
 		verbs([]string{"create", "patch"}, "events.k8s.io", "events", "default", "events on Teams"),
 		verbs([]string{"create", "patch"}, "events.k8s.io", "events", teamNS, "webhook events on pods"),
@@ -188,6 +188,18 @@ func managerNeeds() []request {
 		verbs([]string{"get"}, "apps", "statefulsets", teamNS, "vCluster readiness"),
 		verbs([]string{"get"}, "apps", "deployments", teamNS, "vCluster readiness"),
 	)
+}
+
+// celFence: celpolicy.Install applies the fixed policies and bindings at start.
+func celFence() []request {
+	var out []request
+	for _, res := range []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"} {
+		out = append(out, request{verb: "create", group: "admissionregistration.k8s.io", resource: res, why: "CEL fence (celpolicy.Install)"})
+		for _, name := range []string{celpolicy.PolicyName, celpolicy.GuardPolicyName, celpolicy.BindingName, celpolicy.GuardBindingName} {
+			out = append(out, request{verb: "patch", group: "admissionregistration.k8s.io", resource: res, name: name, why: "CEL fence (server-side apply)"})
+		}
+	}
+	return out
 }
 
 func concatRequests(lists ...[]request) []request {
@@ -219,6 +231,19 @@ func rotatorNeeds() []request {
 	return out
 }
 
+// realNodesOnly are requests the manager needs only with --sync-real-nodes, to
+// install vCluster's ClusterRole (which grants these reads) and binding.
+func realNodesOnly() []request {
+	const why = "vCluster's ClusterRole with --sync-real-nodes"
+	return concatRequests(
+		verbs([]string{"get", "create", "patch", "update", "delete"}, "rbac.authorization.k8s.io", "clusterroles", "", why),
+		verbs([]string{"get", "create", "patch", "update", "delete"}, "rbac.authorization.k8s.io", "clusterrolebindings", "", why),
+		verbs([]string{"get", "list", "watch"}, "", "nodes/status", "", why),
+		verbs([]string{"get"}, "", "nodes/proxy", "", why),
+		verbs([]string{"get"}, "", "nodes/stats", "", why),
+	)
+}
+
 // managerMustNot are requests no value set may allow.
 var managerMustNot = []request{
 	{verb: "escalate", group: "rbac.authorization.k8s.io", resource: "clusterroles", why: "would lift the escalation check"},
@@ -237,6 +262,10 @@ var managerMustNot = []request{
 	{verb: "create", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", why: "configurations come from the chart"},
 	{verb: "delete", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: WebhookConfigurationName, why: "would open the fence"},
 	{verb: "update", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: "someone-elses", why: "foreign webhooks"},
+	{verb: "delete", group: "admissionregistration.k8s.io", resource: "validatingadmissionpolicies", name: "gpuvc-pod-fence", why: "would open the CEL fence"},
+	{verb: "delete", group: "admissionregistration.k8s.io", resource: "validatingadmissionpolicybindings", name: "gpuvc-pod-fence", why: "would open the CEL fence"},
+	{verb: "patch", group: "admissionregistration.k8s.io", resource: "validatingadmissionpolicies", name: "gpuvc-agent-node-fence", why: "the agent's fence is the chart's"},
+	{verb: "delete", group: "admissionregistration.k8s.io", resource: "validatingadmissionpolicybindings", name: "gpuvc-agent-node-fence", why: "the agent's fence is the chart's"},
 	{verb: "create", group: "certificates.k8s.io", resource: "certificatesigningrequests", why: "not needed"},
 	{verb: "create", group: "", resource: "persistentvolumes", why: "not needed"},
 	{verb: "create", group: "storage.k8s.io", resource: "storageclasses", why: "not needed"},
@@ -255,6 +284,15 @@ func TestManagerRBAC(t *testing.T) {
 				needs = append(needs, leaderElectionNeeds()...)
 			} else if allows(g.in(testNamespace), "create", "coordination.k8s.io", "leases", "") {
 				t.Error("leases granted without leader election")
+			}
+			if slices.Contains(c.Args, "--sync-real-nodes") {
+				needs = append(needs, realNodesOnly()...)
+			} else {
+				for _, r := range realNodesOnly() {
+					if allows(g.in(r.namespace), r.verb, r.group, r.resource, r.name) {
+						t.Errorf("without --sync-real-nodes the manager still may %s", r)
+					}
+				}
 			}
 			if m.find("Certificate", "gpuvc-webhook") == nil { // the manager rotates its own
 				needs = append(needs, rotatorNeeds()...)
@@ -349,7 +387,8 @@ var kindResources = map[string]struct {
 }
 
 // vclusterSpecs are the releases the manager installs: the reconciler's values for a
-// team (persistent and ephemeral datastore, with and without a control-plane pool).
+// team (persistent and ephemeral datastore, with and without a control-plane pool,
+// with and without --sync-real-nodes, which adds vCluster's ClusterRole).
 func vclusterSpecs(src vclusters.ChartSource) map[string]vclusters.Spec {
 	base := vclusters.Spec{
 		Name: "fraud", Namespace: teamNS, Pool: "a100", ContextName: "fraud",
@@ -359,7 +398,14 @@ func vclusterSpecs(src vclusters.ChartSource) map[string]vclusters.Spec {
 	ephemeral.Persistence.Ephemeral = true
 	pinned := base
 	pinned.ControlPlanePool = "system"
-	return map[string]vclusters.Spec{"persistent": base, "ephemeral": ephemeral, "control-plane pool": pinned}
+	realNodes := base
+	realNodes.SyncRealNodes = true
+	realNodesEphemeral := ephemeral
+	realNodesEphemeral.SyncRealNodes = true
+	return map[string]vclusters.Spec{
+		"persistent": base, "ephemeral": ephemeral, "control-plane pool": pinned,
+		"real nodes": realNodes, "real nodes, ephemeral": realNodesEphemeral,
+	}
 }
 
 // TestManagerRBACCoversVClusterChart renders vCluster's chart (v0.36.1, from the Go
@@ -373,9 +419,13 @@ func TestManagerRBACCoversVClusterChart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the vCluster chart from the module cache: %v", err)
 	}
-	g := grantsOf(t, mustRender(t, ""), ManagerServiceAccount)
 	for name, spec := range vclusterSpecs(src) {
 		t.Run(name, func(t *testing.T) {
+			values := ""
+			if spec.SyncRealNodes {
+				values = valueSets["real nodes"]
+			}
+			g := grantsOf(t, mustRender(t, values), ManagerServiceAccount)
 			objs, err := renderVCluster(ctx, spec)
 			if err != nil {
 				t.Fatal(err)

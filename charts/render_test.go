@@ -147,6 +147,8 @@ agent:
   simulate:
     a100: product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced
   devicePlugin: {enabled: true}`,
+	"real nodes": `
+vcluster: {syncRealNodes: true}`,
 	"one replica without leader election": `
 manager: {replicas: 1, leaderElection: {enabled: false}}`,
 	"custom images": `
@@ -279,6 +281,7 @@ func TestRenderedObjects(t *testing.T) {
 		"kind trial": concat(core, leaderElection, pdb, metrics, certManager, agentRBAC,
 			[]string{ns("DaemonSet", "gpuvc-agent-a100")}),
 		"metrics off":     concat(core, leaderElection, pdb, certManager, agent),
+		"real nodes":      defaults,
 		"service monitor": concat(defaults, []string{ns("ServiceMonitor", "gpuvc-manager")}),
 	}
 	for name, want := range cases {
