@@ -27,7 +27,9 @@ import (
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/manager/teampolicy"
 	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
+	"github.com/gpuvc/gpuvc/syncer/share"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
 
@@ -44,7 +46,10 @@ type Options struct {
 	WebhookCertDir string
 	// SystemPool is the node pool of vCluster control planes.
 	SystemPool string
-	Team       team.Options
+	// ReserveImage is the image of fractional-GPU reservation pods (gpuvc
+	// reserve); empty turns the share controller off.
+	ReserveImage string
+	Team         team.Options
 }
 
 // Scheme knows the built-in types and the Team API.
@@ -83,12 +88,25 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err != nil {
 		return nil, err
 	}
+	self, err := whoAmI(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := installCELFence(ctx, cfg, self); err != nil {
+		return nil, err
+	}
+	opts.Team.SystemPool = opts.SystemPool
 	r := team.NewReconciler(mgr.GetClient(), vc, mgr.GetEventRecorder("gpuvc-manager"), opts.Team)
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if opts.WebhookPort != 0 {
-		if err := addWebhook(ctx, mgr, cfg, opts); err != nil {
+		if err := addWebhook(mgr, self, opts); err != nil {
+			return nil, err
+		}
+	}
+	if opts.ReserveImage != "" {
+		if err := addShareController(mgr, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -107,13 +125,20 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	return mgr, nil
 }
 
-// addWebhook registers the syncer's pod webhook. The manager's own identity is
-// trusted to write gpuvc.dev/ metadata and lift share gates.
-func addWebhook(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Options) error {
-	self, err := whoAmI(ctx, cfg)
+// installCELFence applies the cluster-wide ValidatingAdmissionPolicies that fence
+// team pods when the webhook is down; only the manager (self) may write their
+// per-team parameters.
+func installCELFence(ctx context.Context, cfg *rest.Config, self string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
+	return celpolicy.Install(ctx, cs, celpolicy.Options{ParamsWriters: []string{self}})
+}
+
+// addWebhook registers the syncer's pod webhook. The manager's own identity is
+// trusted to write gpuvc.dev/ metadata and lift share gates.
+func addWebhook(mgr ctrl.Manager, self string, opts Options) error {
 	m, err := syncer.NewMetrics(metrics.Registry)
 	if err != nil {
 		return err
@@ -132,6 +157,28 @@ func addWebhook(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Op
 	}
 	wh.Register(mgr.GetWebhookServer())
 	return nil
+}
+
+// addShareController serves fractional GPU requests with reservation pods in each
+// team's namespace.
+func addShareController(mgr ctrl.Manager, opts Options) error {
+	m, err := share.NewMetrics(metrics.Registry)
+	if err != nil {
+		return err
+	}
+	c, err := share.New(share.Options{
+		Client:             mgr.GetClient(),
+		APIReader:          mgr.GetAPIReader(),
+		Recorder:           mgr.GetEventRecorder("gpuvc-share"),
+		Teams:              teampolicy.Source{Reader: mgr.GetClient(), SystemPool: opts.SystemPool},
+		Metrics:            m,
+		Image:              opts.ReserveImage,
+		ServiceAccountName: team.ReserveServiceAccount,
+	})
+	if err != nil {
+		return err
+	}
+	return c.SetupWithManager(mgr)
 }
 
 // whoAmI asks the API server which user these credentials authenticate as.

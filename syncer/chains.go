@@ -4,7 +4,7 @@ package syncer
 // pod in line. Security first (cheapest to explain), then placement, devices
 // and shares.
 
-var securityChecks = []Check{checkPrivileged, checkHostPath, checkHostNamespaces, checkGPUEnv, checkReservedConfigMaps}
+var securityChecks = []Check{checkPrivileged, checkHostPath, checkHostNamespaces, checkGPUEnv, checkReservedConfigMaps, checkReservedServiceAccount}
 
 // workloadCreate admits a tenant pod (everything vCluster syncs, and any pod not
 // proven to be the control plane).

@@ -8,6 +8,7 @@ const (
 	ReasonHostNamespace          = "HostNamespace"
 	ReasonGPUEnv                 = "GPUDeviceEnv"
 	ReasonReservedConfigMap      = "ReservedConfigMap"
+	ReasonReservedServiceAccount = "ReservedServiceAccount"
 	ReasonNodeNameOutsidePool    = "NodeNameOutsidePool"
 	ReasonAffinityOutsidePool    = "NodeAffinityOutsidePool"
 	ReasonUnsupportedGPUResource = "UnsupportedGPUResource"

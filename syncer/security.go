@@ -104,3 +104,16 @@ func checkReservedConfigMaps(in *Input) (string, string, bool) {
 	}
 	return "", "", false
 }
+
+// ReserveServiceAccount runs reservation pods; it may annotate pods of its
+// namespace, so only gpuvc itself may start pods with it.
+const ReserveServiceAccount = "gpuvc-reserve"
+
+func checkReservedServiceAccount(in *Input) (string, string, bool) {
+	if in.Trusted || in.Pod.Spec.ServiceAccountName != ReserveServiceAccount {
+		return "", "", false
+	}
+	return ReasonReservedServiceAccount, fmt.Sprintf(
+		"spec.serviceAccountName %q is reserved for gpuvc's GPU reservation pods (limit: only gpuvc may use it); remove it or use your own service account",
+		ReserveServiceAccount), true
+}

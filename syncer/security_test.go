@@ -56,3 +56,14 @@ func TestCheckReservedConfigMaps(t *testing.T) {
 		"env key ref":                {pod: keyRef, reason: ReasonReservedConfigMap, says: []string{"valueFrom.configMapKeyRef"}},
 	})
 }
+
+func TestReservedServiceAccount(t *testing.T) {
+	reserve := func() *corev1.Pod { p := pod().Obj(); p.Spec.ServiceAccountName = ReserveServiceAccount; return p }
+	runCheckTable(t, checkReservedServiceAccount, map[string]checkCase{
+		"own service account": {pod: pod().Obj()},
+		"tenant borrows the reservation account": {
+			pod: reserve(), reason: ReasonReservedServiceAccount, says: []string{`spec.serviceAccountName "gpuvc-reserve"`, "reserved"},
+		},
+		"gpuvc's own reservation pod": {pod: reserve(), edit: func(in *Input) { in.Trusted = true }},
+	})
+}

@@ -52,13 +52,45 @@ func TestGPURequestsLandOnTheRightNodes(t *testing.T) {
 		})
 	}
 
-	t.Run("fraction is gated for the share controller", func(t *testing.T) {
-		created, err := submitPod(ctx, t, "mapping", testobj.Pod("half", "default").Annotation("gpu-fraction", "0.5").Obj())
+	t.Run("two halves share one reserved GPU", func(t *testing.T) {
+		var pods []*corev1.Pod
+		for _, name := range []string{"half-a", "half-b"} {
+			created, err := submitPod(ctx, t, "mapping", testobj.Pod(name, "default").Annotation("gpu-fraction", "0.5").Obj())
+			require.NoError(t, err)
+			require.NotEmpty(t, created.Spec.SchedulingGates, "a fractional pod waits for its share")
+			q := created.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]
+			require.True(t, q.IsZero(), "a fractional pod requests no whole GPU itself")
+			pods = append(pods, created)
+		}
+		nodes := map[string]bool{}
+		for _, p := range pods {
+			eventually(ctx, t, p.Name+" served and running", func(ctx context.Context) (bool, string) {
+				got, err := backend.Client().CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				served := got.Status.Phase == corev1.PodRunning && len(got.Spec.SchedulingGates) == 0
+				if served {
+					nodes[got.Spec.NodeName] = true
+				}
+				return served, fmt.Sprintf("phase %s, gates %v", got.Status.Phase, got.Spec.SchedulingGates)
+			})
+		}
+		reservations, err := backend.Client().CoreV1().Pods("team-mapping").List(ctx, metav1.ListOptions{LabelSelector: "gpuvc.dev/role=reservation"})
 		require.NoError(t, err)
-		require.NotEmpty(t, created.Spec.SchedulingGates, "a fractional pod waits for its share")
-		_, asksGPU := created.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]
-		require.False(t, asksGPU && !created.Spec.Containers[0].Resources.Limits.Name("nvidia.com/gpu", "").IsZero(),
-			"a fractional pod requests no whole GPU itself")
+		require.Len(t, reservations.Items, 1, "two halves fit one reserved GPU")
+		require.Len(t, nodes, 1, "both halves run on the reservation's node")
+
+		for _, p := range pods {
+			require.NoError(t, backend.Client().CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}))
+		}
+		eventually(ctx, t, "the empty reservation released", func(ctx context.Context) (bool, string) {
+			l, err := backend.Client().CoreV1().Pods("team-mapping").List(ctx, metav1.ListOptions{LabelSelector: "gpuvc.dev/role=reservation"})
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(l.Items) == 0, fmt.Sprintf("%d reservations", len(l.Items))
+		})
 	})
 
 	t.Run("over the quota is refused", func(t *testing.T) {

@@ -65,7 +65,9 @@ func Start(ctx context.Context, cp *localcp.ControlPlane, opts team.Options) (*M
 	mgr, err := manager.New(ctx, cp.Config, manager.Options{
 		MetricsAddr: "0", HealthAddr: "0",
 		WebhookHost: "127.0.0.1", WebhookPort: port, WebhookCertDir: certDir,
-		Team: opts,
+		// kwok runs no container: the image only has to be named.
+		ReserveImage: "gpuvc.test/gpuvc:test",
+		Team:         opts,
 	})
 	if err != nil {
 		return nil, err

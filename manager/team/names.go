@@ -2,6 +2,7 @@ package team
 
 import (
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/syncer"
 )
 
 // Names of the host objects the manager owns in a team namespace.
@@ -12,7 +13,10 @@ const (
 	ControlPlanePolicyName = "gpuvc-allow-vcluster"
 	MemberRoleName         = "gpuvc-team-member"
 	KubeconfigSecretName   = "gpuvc-kubeconfig"
-	KubeconfigSecretKey    = "config"
+	// ReserveServiceAccount runs reservation pods: it may read and annotate pods of
+	// its own namespace (to record the GPU it holds), nothing else.
+	ReserveServiceAccount = syncer.ReserveServiceAccount
+	KubeconfigSecretKey   = "config"
 
 	// FieldOwner is the server-side apply field manager of everything the manager writes.
 	FieldOwner = "gpuvc-manager"

@@ -2,6 +2,7 @@ package team
 
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
@@ -33,4 +34,17 @@ func desiredMemberBinding(t *gpuvcv1.Team) *rbacv1ac.RoleBindingApplyConfigurati
 		b.WithSubjects(rbacv1ac.Subject().WithKind(m.Kind).WithAPIGroup(rbacv1.GroupName).WithName(m.Name))
 	}
 	return b
+}
+
+// desiredReserveRBAC lets reservation pods (gpuvc reserve) record the UUID of the
+// GPU they hold on their own pod.
+func desiredReserveRBAC(t *gpuvcv1.Team) (*corev1ac.ServiceAccountApplyConfiguration, *rbacv1ac.RoleApplyConfiguration, *rbacv1ac.RoleBindingApplyConfiguration) {
+	ns := gpuvcv1.HostNamespace(t.Name)
+	sa := corev1ac.ServiceAccount(ReserveServiceAccount, ns).WithLabels(teamLabels(t))
+	role := rbacv1ac.Role(ReserveServiceAccount, ns).WithLabels(teamLabels(t)).
+		WithRules(rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("pods").WithVerbs("get", "patch"))
+	binding := rbacv1ac.RoleBinding(ReserveServiceAccount, ns).WithLabels(teamLabels(t)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(ReserveServiceAccount)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(ReserveServiceAccount).WithNamespace(ns))
+	return sa, role, binding
 }

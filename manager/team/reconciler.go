@@ -51,6 +51,9 @@ type Options struct {
 	// ControlPlanePool pins vCluster control planes to a node pool. Empty: anywhere
 	// untainted.
 	ControlPlanePool string
+	// SystemPool is where the fences let vCluster control-plane pods run (the
+	// webhook pins them there; the CEL policy checks it). Empty: "system".
+	SystemPool string
 	// Persistence of each vCluster's datastore.
 	Persistence vclusters.Persistence
 	// SyncRealNodes shows teams their pool's real nodes; it grants every team's

@@ -10,11 +10,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
 // SetupWithManager registers the reconciler: Teams, the host objects they own (a
@@ -34,6 +37,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// datastore is ephemeral.
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(teamOfNamespace)).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(teamOfNamespace)).
+		// The CEL policy's parameters: a deleted or edited one is put back. Metadata
+		// only, and only that name, so no ConfigMap content is cached.
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(teamOfNamespace),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == celpolicy.ParamsName }))).
 		Complete(r)
 }
 

@@ -7,8 +7,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
 // hostStep is one idempotent step of provisioning a team's host resources.
@@ -20,6 +23,7 @@ type hostStep struct {
 func (r *Reconciler) hostSteps() []hostStep {
 	return []hostStep{
 		{"Namespace", r.ensureNamespace},
+		{"AdmissionParams", r.ensureAdmissionParams},
 		{"ResourceQuota", r.ensureQuota},
 		{"LimitRange", r.ensureLimitRange},
 		{"NetworkPolicy", r.ensureNetworkPolicies},
@@ -66,8 +70,29 @@ func (r *Reconciler) ensureRBAC(ctx context.Context, t *gpuvcv1.Team) error {
 	if err := r.apply(ctx, desiredMemberRole(t).WithOwnerReferences(ownerRef(t))); err != nil {
 		return err
 	}
+	sa, role, binding := desiredReserveRBAC(t)
+	for _, obj := range []interface {
+		runtime.ApplyConfiguration
+	}{sa.WithOwnerReferences(ownerRef(t)), role.WithOwnerReferences(ownerRef(t)), binding.WithOwnerReferences(ownerRef(t))} {
+		if err := r.apply(ctx, obj); err != nil {
+			return err
+		}
+	}
 	if b := desiredMemberBinding(t); b != nil {
 		return r.apply(ctx, b.WithOwnerReferences(ownerRef(t)))
 	}
 	return r.deleteIfExists(ctx, &rbacv1.RoleBinding{ObjectMeta: meta(t, MemberRoleName)})
+}
+
+// ensureAdmissionParams writes the parameters the CEL admission policy (the fence
+// that holds when the webhook is down) judges the team's pods by. Without them
+// every pod of the namespace is refused.
+func (r *Reconciler) ensureAdmissionParams(ctx context.Context, t *gpuvcv1.Team) error {
+	systemPool := r.opts.SystemPool
+	if systemPool == "" {
+		systemPool = syncer.DefaultSystemPool
+	}
+	p := celpolicy.Params(t.Spec.Pool, int(t.EffectiveMaxGPUsPerPod()), systemPool, ReleaseName(t))
+	return r.apply(ctx, celpolicy.TeamParams(gpuvcv1.HostNamespace(t.Name), p).
+		WithLabels(teamLabels(t)).WithOwnerReferences(ownerRef(t)))
 }

@@ -4,6 +4,7 @@ package teampolicy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
 // GFD labels describing a node's GPUs.
@@ -24,17 +26,16 @@ const (
 	labelGPUMemory  = "nvidia.com/gpu.memory"
 )
 
-// unlimitedGPUsPerPod stands for "gpuvc sets no per-pod bound": the syncer reads
-// 0 as "no GPUs at all".
-const unlimitedGPUsPerPod = 1 << 20
-
 // Source builds TeamPolicies from Teams and the nodes of their pools.
 type Source struct {
 	Reader     client.Reader
 	SystemPool string // pool of vCluster control planes; "" = syncer's default
 }
 
-var _ syncer.PolicySource = Source{}
+var (
+	_ syncer.PolicySource = Source{}
+	_ share.TeamSource    = Source{}
+)
 
 // TeamPolicy returns the policy of the Team owning namespace. A namespace without
 // the gpuvc.dev/team label is not a team namespace; a labelled one whose Team is
@@ -69,7 +70,7 @@ func (s Source) TeamPolicy(ctx context.Context, namespace string) (*syncer.TeamP
 		PoolGPUProduct:   product,
 		PoolGPUMemoryMiB: memMiB,
 		SystemPool:       s.SystemPool,
-		MaxGPUsPerPod:    maxGPUsPerPod(t),
+		MaxGPUsPerPod:    t.EffectiveMaxGPUsPerPod(),
 		VClusterName:     team.ReleaseName(t),
 	}
 	for profile := range t.Spec.Quota.MIG {
@@ -81,25 +82,6 @@ func (s Source) TeamPolicy(ctx context.Context, namespace string) (*syncer.TeamP
 		p.WholeGPUAs = g.WholeGPUAs
 	}
 	return p, nil
-}
-
-// maxGPUsPerPod is spec.maxGPUsPerPod, else everything the quota allows, else no bound.
-func maxGPUsPerPod(t *gpuvcv1.Team) int64 {
-	if t.Spec.MaxGPUsPerPod != nil {
-		return int64(*t.Spec.MaxGPUsPerPod)
-	}
-	q := t.Spec.Quota
-	if q.GPUs == nil && len(q.MIG) == 0 {
-		return unlimitedGPUsPerPod
-	}
-	var n int64
-	if q.GPUs != nil {
-		n += int64(*q.GPUs)
-	}
-	for _, c := range q.MIG {
-		n += int64(c)
-	}
-	return n
 }
 
 // poolGPU reads the GPU product and memory of a pool from its nodes' GFD labels;
@@ -129,4 +111,25 @@ func (s Source) poolGPU(ctx context.Context, pool string) (string, int64, error)
 		}
 	}
 	return best, memory[best], nil
+}
+
+// ShareTeam tells the share controller the team owning a namespace: its pool and
+// how many pods may share one GPU.
+func (s Source) ShareTeam(ctx context.Context, namespace string) (share.Team, error) {
+	p, err := s.TeamPolicy(ctx, namespace)
+	if errors.Is(err, syncer.ErrNotTeamNamespace) {
+		return share.Team{}, share.ErrNotTeamNamespace
+	}
+	if err != nil {
+		return share.Team{}, err
+	}
+	t := &gpuvcv1.Team{}
+	if err := s.Reader.Get(ctx, types.NamespacedName{Name: p.Team}, t); err != nil {
+		return share.Team{}, err
+	}
+	st := share.Team{Name: t.Name, Pool: t.Spec.Pool}
+	if g := t.Spec.GPUSharing; g != nil {
+		st.MaxPodsPerGPU = int(g.MaxPodsPerSharedGPU)
+	}
+	return st, nil
 }

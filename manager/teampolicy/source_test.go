@@ -16,6 +16,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/testobj"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
 func node(name, pool, product, memory string) *corev1.Node {
@@ -68,12 +69,12 @@ func TestMaxGPUsPerPodDefaults(t *testing.T) {
 	}{
 		"explicit":        {testobj.Team("a", "p").GPUs(8).MaxGPUsPerPod(3).Obj(), 3},
 		"quota bounds it": {testobj.Team("a", "p").GPUs(4).MIG("1g.10gb", 2).Obj(), 6},
-		"no GPU quota":    {testobj.Team("a", "p").Obj(), unlimitedGPUsPerPod},
+		"no GPU quota":    {testobj.Team("a", "p").Obj(), gpuvcv1.UnlimitedGPUsPerPod},
 		"zero GPU quota":  {testobj.Team("a", "p").GPUs(0).Obj(), 0},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := maxGPUsPerPod(tc.team); got != tc.want {
+			if got := tc.team.EffectiveMaxGPUsPerPod(); got != tc.want {
 				t.Errorf("got %d, want %d", got, tc.want)
 			}
 		})
@@ -100,5 +101,21 @@ func TestNamespacesThatAreNotTeams(t *testing.T) {
 		if err == nil || errors.Is(err, syncer.ErrNotTeamNamespace) {
 			t.Errorf("%s: got %v, want a refusing error", n, err)
 		}
+	}
+}
+
+func TestShareTeam(t *testing.T) {
+	fraud := testobj.Team("fraud", "a100").GPUs(2).Fractions().Obj()
+	fraud.Spec.GPUSharing.MaxPodsPerSharedGPU = 4
+	src := source(fraud, ns("team-fraud", map[string]string{gpuvcv1.LabelTeam: "fraud"}), ns("default", nil))
+	got, err := src.ShareTeam(context.Background(), "team-fraud")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(share.Team{Name: "fraud", Pool: "a100", MaxPodsPerGPU: 4}, got); diff != "" {
+		t.Errorf("share team (-want +got):\n%s", diff)
+	}
+	if _, err := src.ShareTeam(context.Background(), "default"); !errors.Is(err, share.ErrNotTeamNamespace) {
+		t.Errorf("default: got %v, want share.ErrNotTeamNamespace", err)
 	}
 }

@@ -148,16 +148,18 @@ func TestLegitimatePods(t *testing.T) {
 		pod    *testobj.PodWrapper
 		node   string // where it must run; "" = only admitted
 	}{
-		"GPU pod in pool":      {tenant, tenantPod("ok-gpu").GPUs("2"), "a100-0"},
-		"CPU pod in pool":      {tenant, tenantPod("ok-cpu"), "a100"},
-		"MIG pod within max":   {tenant, tenantPod("ok-mig").MIG("1g.10gb", "2"), "a100-mig-0"},
-		"init GPUs then main":  {tenant, tenantPod("ok-init-gpu").GPUs("2").InitContainer("warmup").LimitOn("warmup", nodepool.ResourceGPU, "2"), "a100-0"},
-		"sidecar plus main":    {tenant, tenantPod("ok-sidecar").GPUs("1").Sidecar("proxy").LimitOn("proxy", nodepool.ResourceGPU, "1"), ""},
-		"gpu-fraction 0.5":     {tenant, tenantPod("ok-fraction").GPUFraction("0.5"), ""},
-		"gpu-fraction .25":     {tenant, tenantPod("ok-fraction-short").GPUFraction(".25"), ""},
-		"gpu-memory 20000":     {tenant, tenantPod("ok-memory").GPUMemory("20000"), ""},
-		"own share ConfigMap":  {tenant, tenantPod("ok-share").GPUFraction("0.5").EnvFromConfigMap("gpuvc-share-ok-share"), ""},
-		"unrelated toleration": {tenant, tenantPod("ok-tol").Toleration(corev1.Toleration{Key: nodepool.ResourceGPU, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}), ""},
+		"GPU pod in pool": {tenant, tenantPod("ok-gpu").GPUs("2"), "a100-0"},
+		"CPU pod in pool": {tenant, tenantPod("ok-cpu"), "a100"},
+		// A team's LimitRange defaults containers without a GPU limit to 0.
+		"zero GPUs from a LimitRange default": {tenant, tenantPod("ok-zero").GPUs("0"), ""},
+		"MIG pod within max":                  {tenant, tenantPod("ok-mig").MIG("1g.10gb", "2"), "a100-mig-0"},
+		"init GPUs then main":                 {tenant, tenantPod("ok-init-gpu").GPUs("2").InitContainer("warmup").LimitOn("warmup", nodepool.ResourceGPU, "2"), "a100-0"},
+		"sidecar plus main":                   {tenant, tenantPod("ok-sidecar").GPUs("1").Sidecar("proxy").LimitOn("proxy", nodepool.ResourceGPU, "1"), ""},
+		"gpu-fraction 0.5":                    {tenant, tenantPod("ok-fraction").GPUFraction("0.5"), ""},
+		"gpu-fraction .25":                    {tenant, tenantPod("ok-fraction-short").GPUFraction(".25"), ""},
+		"gpu-memory 20000":                    {tenant, tenantPod("ok-memory").GPUMemory("20000"), ""},
+		"own share ConfigMap":                 {tenant, tenantPod("ok-share").GPUFraction("0.5").EnvFromConfigMap("gpuvc-share-ok-share"), ""},
+		"unrelated toleration":                {tenant, tenantPod("ok-tol").Toleration(corev1.Toleration{Key: nodepool.ResourceGPU, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}), ""},
 		"explicitly unprivileged": {tenant, tenantPod("ok-unpriv").Edit(func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(false), AllowPrivilegeEscalation: ptr.To(false)}
 		}), ""},

@@ -38,8 +38,11 @@ func podVariables(controlPlaneCreators []string) []variable {
 		{"controlPlane", `variables.create && variables.controlPlaneName != "" && ` +
 			`request.userInfo.username in ` + litList(controlPlaneCreators) + ` && ` +
 			`!(` + lit(syncer.LabelVClusterManagedBy) + ` in object.metadata.?labels.orValue({})) && ` +
-			`object.metadata.?ownerReferences.orValue([]).exists(o, o.?controller.orValue(false) && o.kind == "StatefulSet" && ` +
-			`o.apiVersion.startsWith("apps/") && o.name == variables.controlPlaneName)`},
+			`object.metadata.?ownerReferences.orValue([]).exists(o, o.?controller.orValue(false) && o.apiVersion.startsWith("apps/") && ` +
+			// A StatefulSet, or the ReplicaSet <name>-<hash> of the Deployment vCluster
+			// uses when its datastore is ephemeral (as the webhook decides).
+			`((o.kind == "StatefulSet" && o.name == variables.controlPlaneName) || ` +
+			`(o.kind == "ReplicaSet" && o.name.startsWith(variables.controlPlaneName + "-"))))`},
 
 		// Pool fence.
 		{"selectedPool", `object.spec.?nodeSelector[?` + labelPool + `].orValue("")`},
@@ -68,8 +71,10 @@ func podVariables(controlPlaneCreators []string) []variable {
 		// GPU devices (CREATE only: resources cannot change afterwards, and
 		// in-place resize covers cpu and memory only).
 		{"nvidiaNames", `variables.create ? (object.spec.containers + ` + initList + `).map(c, ` +
-			`c.?resources.?limits.orValue({}).filter(k, k.startsWith(` + resourceNVIDIA + `)) + ` +
-			`c.?resources.?requests.orValue({}).filter(k, k.startsWith(` + resourceNVIDIA + `))).flatten().distinct() : []`},
+			// Zero counts as not asking: a team's LimitRange gives every container
+			// without a GPU limit nvidia.com/gpu: 0 before admission policies run.
+			`c.?resources.?limits.orValue({}).filter(k, k.startsWith(` + resourceNVIDIA + `) && quantity(c.resources.limits[k]).isGreaterThan(quantity("0"))) + ` +
+			`c.?resources.?requests.orValue({}).filter(k, k.startsWith(` + resourceNVIDIA + `) && quantity(c.resources.requests[k]).isGreaterThan(quantity("0")))).flatten().distinct() : []`},
 		{"gpuNames", `variables.nvidiaNames.filter(n, n == ` + resourceGPU + ` || n.startsWith(` + resourceMIG + `))`},
 		{"unsupportedNames", `variables.nvidiaNames.filter(n, !(n in variables.gpuNames))`},
 		// Devices of each GPU resource at the pod's peak, as the scheduler

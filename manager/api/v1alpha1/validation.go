@@ -60,3 +60,26 @@ func dedupe(sorted []string) []string {
 	}
 	return out
 }
+
+// UnlimitedGPUsPerPod stands for "no per-pod GPU bound" where a number is needed.
+const UnlimitedGPUsPerPod = 1 << 20
+
+// EffectiveMaxGPUsPerPod is the per-pod GPU bound every fence applies:
+// spec.maxGPUsPerPod, else everything the GPU and MIG quota allows, else no bound.
+func (t *Team) EffectiveMaxGPUsPerPod() int64 {
+	if t.Spec.MaxGPUsPerPod != nil {
+		return int64(*t.Spec.MaxGPUsPerPod)
+	}
+	q := t.Spec.Quota
+	if q.GPUs == nil && len(q.MIG) == 0 {
+		return UnlimitedGPUsPerPod
+	}
+	var n int64
+	if q.GPUs != nil {
+		n += int64(*q.GPUs)
+	}
+	for _, c := range q.MIG {
+		n += int64(c)
+	}
+	return n
+}

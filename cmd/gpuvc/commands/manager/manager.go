@@ -65,7 +65,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringVar(&f.serverURL, "team-server-url", "", "Go template of the URL teams reach their vCluster at, e.g. https://{{.Team}}.vc.example.com (default: the in-cluster Service URL)")
 	fs.StringVar(&f.controlPlanePool, "control-plane-pool", "", "node pool of vCluster control planes (default: any untainted node)")
 	fs.StringVar(&f.systemPool, "system-pool", "system", "node pool the webhook pins vCluster control-plane pods to")
-	fs.StringVar(&f.reserveImage, "reserve-image", "", "image of fractional-GPU reservation pods (gpuvc reserve)")
+	fs.StringVar(&f.reserveImage, "reserve-image", "ghcr.io/gpuvc/gpuvc:latest", `image of fractional-GPU reservation pods (gpuvc reserve); "" turns fractional sharing off`)
 	fs.BoolVar(&f.ephemeral, "ephemeral-vclusters", false, "keep vCluster datastores in emptyDir (no storage provisioner; data lost on restart)")
 	fs.BoolVar(&f.syncRealNodes, "sync-real-nodes", false, "show teams their pool's real nodes; costs isolation: every team's vCluster can then read all pods of the host")
 	fs.BoolVar(&f.installCRDs, "install-crds", false, "create or update the Team CRD at start")
@@ -102,7 +102,8 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 		MetricsAddr: f.metricsAddr, HealthAddr: f.healthAddr,
 		LeaderElection: f.leaderElect, LeaderElectionNS: f.leaderElectionNS,
 		WebhookPort: f.webhookPort, WebhookCertDir: f.webhookCertDir,
-		SystemPool: f.systemPool,
+		SystemPool:   f.systemPool,
+		ReserveImage: f.reserveImage,
 		Team: team.Options{
 			Chart:            chart,
 			ServerURL:        serverURL,
