@@ -48,7 +48,7 @@ type Options struct {
 //
 // A kubelet restart deletes the plugin sockets and recreates kubelet.sock;
 // Serve watches Dir (inotify) and, when kubelet.sock is created, restarts its
-// servers and registers again. Failed registrations are retried after 50ms,
+// servers if their sockets are gone and registers again. Failed registrations are retried after 50ms,
 // doubling up to RetryInterval.
 func Serve(ctx context.Context, o Options) error {
 	dir := o.Dir
@@ -99,10 +99,18 @@ func Serve(ctx context.Context, o Options) error {
 			if filepath.Base(ev.Name) != KubeletSocket || !ev.Has(fsnotify.Create) {
 				continue
 			}
-			s.log.Info("kubelet socket created: the kubelet (re)started; restarting the device plugins")
-			s.stop()
-			if err := s.start(); err != nil {
-				return err
+			if s.socketsIntact() {
+				// A kubelet that started after the plugin and left its
+				// sockets alone: only register again.
+				s.log.Info("kubelet socket created: registering again")
+				s.pending = append([]Resource(nil), s.resources...)
+			} else {
+				// A real kubelet deletes the plugin sockets when it starts.
+				s.log.Info("kubelet socket created and plugin sockets gone: the kubelet restarted; restarting the device plugins")
+				s.stop()
+				if err := s.start(); err != nil {
+					return err
+				}
 			}
 			retry = firstRetry
 			timer.Reset(0)
@@ -138,7 +146,8 @@ type session struct {
 	resources []Resource
 	log       logr.Logger
 	servers   []*grpc.Server
-	pending   []Resource // not yet registered with the current kubelet
+	sockets   map[string]os.FileInfo // socket path -> the file this session listens on
+	pending   []Resource             // not yet registered with the current kubelet
 }
 
 // start serves every resource on a fresh socket.
@@ -152,6 +161,15 @@ func (s *session) start() error {
 		if err != nil {
 			return fmt.Errorf("serving %s: %w", r.Name, err)
 		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			_ = lis.Close()
+			return fmt.Errorf("serving %s: %w", r.Name, err)
+		}
+		if s.sockets == nil {
+			s.sockets = map[string]os.FileInfo{}
+		}
+		s.sockets[path] = fi
 		srv := grpc.NewServer()
 		pluginapi.RegisterDevicePluginServer(srv, &plugin{res: r})
 		go func() { _ = srv.Serve(lis) }()
@@ -161,13 +179,28 @@ func (s *session) start() error {
 	return nil
 }
 
+// socketsIntact reports whether every socket file is still the one this
+// session listens on.
+func (s *session) socketsIntact() bool {
+	if len(s.sockets) != len(s.resources) {
+		return false
+	}
+	for path, fi := range s.sockets {
+		now, err := os.Stat(path)
+		if err != nil || !os.SameFile(fi, now) {
+			return false
+		}
+	}
+	return true
+}
+
 // stop ends every server (and its ListAndWatch streams); closing a unix
 // listener removes its socket.
 func (s *session) stop() {
 	for _, srv := range s.servers {
 		srv.Stop()
 	}
-	s.servers = nil
+	s.servers, s.sockets = nil, nil
 }
 
 // registerPending registers the resources not registered yet, keeping the

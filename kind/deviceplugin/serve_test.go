@@ -6,9 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -301,5 +304,47 @@ func TestResourcesEndpoints(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("-want +got:\n%s", diff)
+	}
+}
+
+// A new kubelet that leaves the plugin sockets alone gets the registrations
+// again from the same servers: no restart, open streams stay open.
+func TestServeReregistersWithoutRestart(t *testing.T) {
+	dir := shortDir(t)
+	inv, err := inventory.Simulate(inventory.Spec{Product: "NVIDIA-A100-SXM4-40GB", Count: 2, Seed: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := startKubelet(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var logged []string
+	ctx = logr.NewContext(ctx, funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, args)
+	}, funcr.Options{}))
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, Options{Dir: dir, Inventory: inv}) }()
+	regs := waitRegistrations(t, first, []string{"nvidia.com/gpu"})
+	_, stream := listDevices(ctx, t, dial(t, dir, regs["nvidia.com/gpu"].Endpoint))
+
+	first.Stop()
+	second := startKubelet(t, dir)
+	waitRegistrations(t, second, []string{"nvidia.com/gpu"})
+	mu.Lock()
+	all := strings.Join(logged, "\n")
+	mu.Unlock()
+	if strings.Contains(all, "restarting the device plugins") || !strings.Contains(all, "registering again") {
+		t.Fatalf("want a registration without a restart; log:\n%s", all)
+	}
+	// The first stream is still served: cancel the plugin and it ends.
+	cancel()
+	if _, err := stream.Recv(); status.Code(err) != codes.Unavailable && status.Code(err) != codes.Canceled {
+		t.Errorf("the first ListAndWatch ended with %v, want the server's shutdown", err)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve = %v", err)
 	}
 }
