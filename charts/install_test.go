@@ -78,6 +78,22 @@ func TestInstall(t *testing.T) {
 		}
 		checkObjects(ctx, t, rel)
 		checkAccess(ctx, t, rotatorNeeds())
+		// What the rotator writes survives the next helm upgrade: the data is not in
+		// the chart's manifest, and Helm's three-way merge keeps it.
+		secrets := host.Client.CoreV1().Secrets(testNamespace)
+		sec, err := secrets.Get(ctx, WebhookSecretName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec.Data = map[string][]byte{"tls.crt": []byte("cert"), "tls.key": []byte("key"), "ca.crt": []byte("ca")}
+		if _, err := secrets.Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.upgrade(ctx, t, "certManager: {enabled: false}\nwebhook: {timeoutSeconds: 5}")
+		sec, err = secrets.Get(ctx, WebhookSecretName, metav1.GetOptions{})
+		if err != nil || len(sec.Data) != 3 {
+			t.Errorf("after helm upgrade the rotator's Secret holds %d keys (%v), want 3", len(sec.Data), err)
+		}
 	})
 
 	h.uninstall(ctx, t)
