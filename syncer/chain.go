@@ -20,6 +20,9 @@ type Input struct {
 	// Trusted is true for requests of gpuvc's own components (TrustedUsers):
 	// they may write gpuvc.dev/ metadata and remove the share gate.
 	Trusted bool
+	// ReserveWriter is true for requests of the namespace's reservation account
+	// (gpuvc reserve): it may record, once, the UUID of the GPU its pod holds.
+	ReserveWriter bool
 	// NodePools maps every node the pod names to that node's pool ("" when the
 	// node has no pool or was not found). Nodes missing from the map are unknown.
 	NodePools map[string]string

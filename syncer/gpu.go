@@ -215,7 +215,7 @@ func renameResource(c *corev1.Container, from, to corev1.ResourceName) {
 // mutateWholeGPUAsMIG maps nvidia.com/gpu requests to the team's MIG profile.
 func mutateWholeGPUAsMIG(in *Input) []Note {
 	profile := in.Policy.WholeGPUAs
-	if profile == "" {
+	if profile == "" || isReservation(in) {
 		return nil
 	}
 	to := corev1.ResourceName(migResource(profile))
@@ -254,4 +254,10 @@ func mutateMIGProfiles(in *Input) []Note {
 		}
 	}
 	return notes
+}
+
+// isReservation is true for gpuvc's own reservation pods: they hold one whole GPU
+// for fractional sharing, whatever the team maps whole-GPU requests to.
+func isReservation(in *Input) bool {
+	return in.Trusted && in.Pod.Labels[LabelRole] == RoleReservation
 }

@@ -22,9 +22,17 @@ func mutateRestoreReserved(in *Input) []Note {
 	if in.Trusted {
 		return nil
 	}
+	// gpuvc reserve records its GPU's UUID on its own reservation pod, once.
+	uuid, recording := in.Pod.Annotations[AnnotationGPUUUID]
+	_, recorded := in.Old.Annotations[AnnotationGPUUUID]
+	recording = recording && !recorded && in.ReserveWriter && in.Old.Labels[LabelRole] == RoleReservation
 	var changed []string
 	in.Pod.Labels = restoreReserved(in.Pod.Labels, in.Old.Labels, "label ", &changed)
 	in.Pod.Annotations = restoreReserved(in.Pod.Annotations, in.Old.Annotations, "annotation ", &changed)
+	if recording {
+		in.Pod.Annotations[AnnotationGPUUUID] = uuid
+		changed = slices.DeleteFunc(changed, func(c string) bool { return strings.HasPrefix(c, "annotation "+AnnotationGPUUUID+" ") })
+	}
 	if len(changed) == 0 {
 		return nil
 	}

@@ -113,3 +113,52 @@ func TestUpdateAffinityWhileGated(t *testing.T) {
 		}
 	}
 }
+
+func TestReservationRecordsItsGPUOnce(t *testing.T) {
+	reservation := func() *corev1.Pod {
+		in := input(pod().GPUs("1").Label(LabelRole, RoleReservation).Obj())
+		in.Trusted = true
+		if r := createChain(in.Role).Run(in); r.Denied() {
+			t.Fatalf("reservation refused: %s", r.Message())
+		}
+		return in.Pod
+	}
+	update := func(old *corev1.Pod, writer bool, edit func(*corev1.Pod)) *corev1.Pod {
+		p := old.DeepCopy()
+		edit(p)
+		in := input(p)
+		in.Old, in.ReserveWriter = old, writer
+		podUpdate.Run(in)
+		return in.Pod
+	}
+	setUUID := func(u string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations[AnnotationGPUUUID] = u
+		}
+	}
+	old := reservation()
+	got := update(old, true, setUUID("GPU-1"))
+	eq(t, "GPU-1", got.Annotations[AnnotationGPUUUID])
+
+	// Once recorded, it cannot be changed, and nobody else may record it.
+	got.Labels, got.Annotations = old.Labels, map[string]string{AnnotationGPUUUID: "GPU-1"}
+	eq(t, "GPU-1", update(got, true, setUUID("GPU-2")).Annotations[AnnotationGPUUUID])
+	eq(t, "", update(old, false, setUUID("GPU-3")).Annotations[AnnotationGPUUUID])
+	// A workload cannot be given a UUID by the reservation account.
+	eq(t, "", update(admitted(t, pod().Obj()), true, setUUID("GPU-4")).Annotations[AnnotationGPUUUID])
+}
+
+func TestReservationKeepsItsWholeGPU(t *testing.T) {
+	in := input(pod().GPUs("1").Label(LabelRole, RoleReservation).Obj())
+	in.Trusted = true
+	in.Policy.WholeGPUAs = "3g.40gb"
+	in.Policy.AllowedMIGProfiles = []string{"3g.40gb"}
+	if r := createChain(in.Role).Run(in); r.Denied() {
+		t.Fatalf("reservation refused: %s", r.Message())
+	}
+	q := in.Pod.Spec.Containers[0].Resources.Limits[ResourceGPU]
+	eq(t, int64(1), q.Value())
+}

@@ -88,7 +88,8 @@ func (w *Webhook) input(ctx context.Context, req admission.Request) (*Input, *ad
 		w.opts.Log.Error(err, "no team policy", "namespace", req.Namespace)
 		return respond(admission.Denied(fmt.Sprintf("gpuvc: %s: %v; pods in this namespace are refused until the platform team fixes it", ReasonNoTeamPolicy, err)))
 	}
-	in := &Input{Policy: policy, Pod: &corev1.Pod{}, MIG: w.opts.MIG, Trusted: slices.Contains(w.opts.TrustedUsers, req.UserInfo.Username)}
+	in := &Input{Policy: policy, Pod: &corev1.Pod{}, MIG: w.opts.MIG, Trusted: slices.Contains(w.opts.TrustedUsers, req.UserInfo.Username),
+		ReserveWriter: req.UserInfo.Username == "system:serviceaccount:"+req.Namespace+":"+ReserveServiceAccount}
 	if err := w.decoder.DecodeRaw(req.Object, in.Pod); err != nil {
 		return respond(admission.Errored(400, err))
 	}
