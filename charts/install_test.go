@@ -516,6 +516,8 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		LeaderElection: true, LeaderElectionNS: testNamespace,
 		WebhookHost: "127.0.0.1", WebhookPort: port, WebhookCertDir: certDir,
 		SystemPool: "system",
+		// The share controller runs too (its informers and reservation RBAC).
+		ReserveImage: "ghcr.io/gpuvc/gpuvc:test",
 		Team: team.Options{
 			Chart: src, Persistence: vclusters.Persistence{Ephemeral: true}, WaitInterval: 300 * time.Millisecond,
 		},
@@ -620,6 +622,10 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 				t.Errorf("event %s %s: %s", e.InvolvedObject.Name, e.Reason, e.Message)
 			}
 		}
+	}
+	// The reservation pods' account the manager creates per team (share controller).
+	if _, err := host.Client.RbacV1().RoleBindings(ns).Get(ctx, team.ReserveServiceAccount, metav1.GetOptions{}); err != nil {
+		t.Errorf("reservation RBAC in %s: %v", ns, err)
 	}
 	lease, err := host.Client.CoordinationV1().Leases(testNamespace).Get(ctx, LeaderElectionID, metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil {
