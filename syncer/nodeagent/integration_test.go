@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -29,6 +30,7 @@ import (
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/syncer/nodeagent"
 )
 
@@ -145,11 +147,63 @@ func ownedLabels(t *testing.T, node *corev1.Node, manager string) []string {
 	return keys
 }
 
+// resetNode puts a kwok node back as the control plane created it, so the
+// tests can run again on one control plane: the agent's fields released,
+// GFD's traces and every GPU label the node pool did not set removed, the
+// pool's labels restored.
+func resetNode(ctx context.Context, t *testing.T, cp *localcp.ControlPlane, name string) {
+	t.Helper()
+	var pristine *corev1.Node
+	for _, p := range nodepool.Default() {
+		for _, n := range p.Nodes {
+			if n.Name == name {
+				var err error
+				pristine, err = localcp.KwokNode(p, n)
+				require.NoError(t, err)
+			}
+		}
+	}
+	require.NotNil(t, pristine, "node %s is not in the default pools", name)
+	// An empty apply drops everything the agent owns.
+	_, err := cp.Client.CoreV1().Nodes().Apply(ctx, corev1ac.Node(name), metav1.ApplyOptions{FieldManager: nodeagent.FieldManager, Force: true})
+	require.NoError(t, err)
+	cur, err := cp.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	labels := map[string]any{}
+	for k := range cur.Labels {
+		if _, ok := pristine.Labels[k]; !ok && (strings.HasPrefix(k, "nvidia.com/") || k == nodepool.SimulatedLabel) {
+			labels[k] = nil
+		}
+	}
+	for k, v := range pristine.Labels {
+		labels[k] = v
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels":      labels,
+		"annotations": map[string]any{nodeagent.InventoryAnnotation: nil, nodeagent.NFDFeatureLabelsAnnotation: nil},
+	}})
+	require.NoError(t, err)
+	_, err = cp.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "localcp"})
+	require.NoError(t, err)
+}
+
+// agentApplyTime is when the agent's managed-fields entry last changed.
+func agentApplyTime(node *corev1.Node) *metav1.Time {
+	for _, mf := range node.ManagedFields {
+		if mf.Manager == nodeagent.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
+			return mf.Time
+		}
+	}
+	return nil
+}
+
 func TestPublishOnKwokNode(t *testing.T) {
 	cp := requireHost(t)
 	ctx := testContext(t)
 	_, saClient := agentIdentity(ctx, t, cp)
 	const nodeName = "a100-0"
+	resetNode(ctx, t, cp, nodeName)
+	t.Cleanup(func() { resetNode(context.Background(), t, cp, nodeName) })
 	before, err := cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	require.NoError(t, err)
 
@@ -190,13 +244,17 @@ func TestPublishOnKwokNode(t *testing.T) {
 	}
 	require.ElementsMatch(t, keys(wantLabels), ownedLabels(t, node, nodeagent.FieldManager))
 
-	// 2. A second run changes nothing.
+	// 2. A second run changes nothing: no write (the agent's managed-fields
+	// entry keeps its time), same labels and annotation. (The node's
+	// resourceVersion is no proof: the controller manager writes nodes too.)
 	res, err = agent.Once(ctx)
 	require.NoError(t, err)
 	require.False(t, res.Changed)
 	again, err := cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	require.NoError(t, err)
-	require.Equal(t, node.ResourceVersion, again.ResourceVersion)
+	require.Equal(t, agentApplyTime(node), agentApplyTime(again))
+	require.Equal(t, node.Labels, again.Labels)
+	require.Equal(t, node.Annotations[nodeagent.InventoryAnnotation], again.Annotations[nodeagent.InventoryAnnotation])
 
 	// 3. GFD appears (through NFD, which writes with its own field manager) and
 	// disagrees with the agent on some labels.
@@ -240,6 +298,9 @@ func TestPublishOnKwokNode(t *testing.T) {
 	res, err = agent.Once(ctx)
 	require.NoError(t, err)
 	require.False(t, res.Changed)
+	again, err = cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, agentApplyTime(node), agentApplyTime(again))
 }
 
 // The agent refuses to create a Node and says which name was wrong; its
@@ -267,6 +328,8 @@ func TestAgentCommandOnce(t *testing.T) {
 	cp := requireHost(t)
 	ctx := testContext(t)
 	kubeconfig, _ := agentIdentity(ctx, t, cp)
+	resetNode(ctx, t, cp, "a100-mig-0")
+	t.Cleanup(func() { resetNode(context.Background(), t, cp, "a100-mig-0") })
 	var out, errOut bytes.Buffer
 	cmd := agentcmd.NewCommand(cli.Streams{Out: &out, ErrOut: &errOut}, &cli.Globals{Kubeconfig: kubeconfig})
 	cmd.SetArgs([]string{"--node-name=a100-mig-0", "--once", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced"})

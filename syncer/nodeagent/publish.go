@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -80,17 +81,19 @@ type Result struct {
 	GFDEvidence string
 	// Labels are the labels the agent owns after this run.
 	Labels map[string]string
-	// Changed is false when the apply left the Node as it was.
+	// Changed is false when the Node already carried the publication, owned
+	// by the agent, so nothing was written.
 	Changed bool
 }
 
 // Publish reads the Node (it must exist: the agent never creates one), decides
-// whether GFD labels it and applies the publication with field manager
-// FieldManager, forcing ownership of its keys: the agent is the authority for
-// GPU labels on nodes without GFD, and labels GFD owns are never among them.
-// Labels the agent applied before and no longer wants (e.g. once GFD appears)
-// are removed by the apply unless another manager also set them. Needs get and
-// patch on nodes.
+// whether GFD labels it and, unless the node already carries the publication
+// under the agent's ownership, applies it with field manager FieldManager,
+// forcing ownership of its keys: the agent is the authority for GPU labels on
+// nodes without GFD, and labels GFD owns are never among them. Labels the
+// agent applied before and no longer wants (e.g. once GFD appears) are removed
+// by the apply unless another manager also set them. Needs get and patch on
+// nodes.
 func (p Publisher) Publish(ctx context.Context, inv inventory.Inventory) (Result, error) {
 	res := Result{Node: p.NodeName, GPUs: len(inv.GPUs)}
 	nodes := p.Client.CoreV1().Nodes()
@@ -114,17 +117,33 @@ func (p Publisher) Publish(ctx context.Context, inv inventory.Inventory) (Result
 	if pub.Annotations == nil {
 		return res, buildErr
 	}
-	ac := corev1ac.Node(p.NodeName).WithLabels(pub.Labels).WithAnnotations(pub.Annotations)
-	got, err := nodes.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-	if err != nil {
-		return res, fmt.Errorf("applying the GPU inventory to node %q: %w", p.NodeName, err)
+	if buildErr != nil {
+		buildErr = fmt.Errorf("node %q: %w", p.NodeName, buildErr)
 	}
 	res.Labels = pub.Labels
-	res.Changed = got.ResourceVersion != node.ResourceVersion
-	if buildErr != nil {
-		return res, fmt.Errorf("node %q: %w", p.NodeName, buildErr)
+	if owned(node, pub) {
+		// The node already carries exactly this publication, owned by the
+		// agent: no write (every node, every interval).
+		return res, buildErr
 	}
-	return res, nil
+	ac := corev1ac.Node(p.NodeName).WithLabels(pub.Labels).WithAnnotations(pub.Annotations)
+	if _, err := nodes.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		return res, fmt.Errorf("applying the GPU inventory to node %q: %w", p.NodeName, err)
+	}
+	res.Changed = true
+	return res, buildErr
+}
+
+// owned reports whether exactly pub's labels and annotations are on the node
+// with these values and owned by the agent's last apply (read from the node's
+// managed fields). A key another writer changed is no longer the agent's, so
+// it is applied again.
+func owned(node *corev1.Node, pub Publication) bool {
+	mine, err := corev1ac.ExtractNode(node, FieldManager)
+	if err != nil {
+		return false
+	}
+	return maps.Equal(mine.Labels, pub.Labels) && maps.Equal(mine.Annotations, pub.Annotations)
 }
 
 // String summarises a result for logs.

@@ -16,7 +16,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 )
@@ -295,5 +298,48 @@ func TestAgentRun(t *testing.T) {
 	}
 	if err := (Agent{Source: noDriver}).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "interval") {
 		t.Errorf("Run with no interval = %v, want an interval error", err)
+	}
+}
+
+// A node already carrying the publication is not written again; a label
+// another writer changed is restored by the next run.
+func TestPublishWritesOnlyChanges(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset(node("gpu-0", nil))
+	inv := simulate(t, "product=NVIDIA-A100-SXM4-80GB,count=2")
+	p := Publisher{Client: client, NodeName: "gpu-0"}
+	applies := 0
+	client.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.(k8stesting.PatchAction).GetPatchType() == types.ApplyPatchType {
+			applies++
+		}
+		return false, nil, nil
+	})
+	for i, want := range []bool{true, false, false} {
+		res, err := p.Publish(ctx, inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Changed != want {
+			t.Errorf("run %d: Changed = %v, want %v", i, res.Changed, want)
+		}
+	}
+	if applies != 1 {
+		t.Errorf("%d applies for three runs over the same GPUs, want 1", applies)
+	}
+
+	// Someone relabels the node: the agent takes its label back.
+	n, _ := client.CoreV1().Nodes().Get(ctx, "gpu-0", metav1.GetOptions{})
+	n.Labels["nvidia.com/gpu.count"] = "1"
+	if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{FieldManager: "kubectl-label"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Publish(ctx, inv)
+	if err != nil || !res.Changed {
+		t.Fatalf("Publish after a foreign change = %+v, %v; want a write", res, err)
+	}
+	n, _ = client.CoreV1().Nodes().Get(ctx, "gpu-0", metav1.GetOptions{})
+	if n.Labels["nvidia.com/gpu.count"] != "2" {
+		t.Errorf("gpu.count = %q, want the agent's 2", n.Labels["nvidia.com/gpu.count"])
 	}
 }

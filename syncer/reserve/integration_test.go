@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -83,12 +84,15 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// reservationNamespace creates a namespace holding a ServiceAccount with the
-// RBAC docs/agent.md documents for reservation pods (get, patch pods in their
-// namespace) and returns a kubeconfig and a client authenticated as it.
-func reservationNamespace(ctx context.Context, t *testing.T, cp *localcp.ControlPlane, ns string) (string, kubernetes.Interface) {
+// reservationNamespace creates a namespace named prefix-<random> (tests can
+// run again on the same control plane while the last one terminates) holding
+// a ServiceAccount with the RBAC docs/agent.md documents for reservation pods
+// (get, patch pods in their namespace), and returns its name, a kubeconfig and
+// a client authenticated as that ServiceAccount.
+func reservationNamespace(ctx context.Context, t *testing.T, cp *localcp.ControlPlane, prefix string) (string, string, kubernetes.Interface) {
 	t.Helper()
 	const sa = "gpuvc-reserve"
+	ns := prefix + "-" + utilrand.String(5)
 	c := cp.Client
 	_, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(ns, nil), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -122,7 +126,7 @@ func reservationNamespace(ctx context.Context, t *testing.T, cp *localcp.Control
 	require.NoError(t, err)
 	client, err := kubernetes.NewForConfig(rc)
 	require.NoError(t, err)
-	return path, client
+	return ns, path, client
 }
 
 // reservationPod creates a reservation-like pod (nvidia.com/gpu: 1) bound
@@ -249,8 +253,8 @@ func waitExit(t *testing.T, done <-chan error, what string) {
 func TestReserveSimulatedAnnotatesOwnPod(t *testing.T) {
 	cp := requireHost(t)
 	ctx := testContext(t)
-	const ns, name, uuid = "reserve-sim", "gpuvc-gpu-0", "GPU-sim-11111111-2222-3333-4444-555555555555"
-	kubeconfig, saClient := reservationNamespace(ctx, t, cp, ns)
+	const name, uuid = "gpuvc-gpu-0", "GPU-sim-11111111-2222-3333-4444-555555555555"
+	ns, kubeconfig, saClient := reservationNamespace(ctx, t, cp, "reserve-sim")
 	reservationPod(ctx, t, cp.Client, ns, name, "a100-0")
 
 	t.Setenv(reserve.PodNameEnv, name)
@@ -282,8 +286,8 @@ func TestReserveSimulatedAnnotatesOwnPod(t *testing.T) {
 func TestReserveRestartAndConflict(t *testing.T) {
 	cp := requireHost(t)
 	ctx := testContext(t)
-	const ns, name = "reserve-restart", "gpuvc-gpu-1"
-	_, saClient := reservationNamespace(ctx, t, cp, ns)
+	const name = "gpuvc-gpu-1"
+	ns, _, saClient := reservationNamespace(ctx, t, cp, "reserve-restart")
 	reservationPod(ctx, t, cp.Client, ns, name, "a100-0")
 	uuidOf := func(s string) func() (string, error) { return func() (string, error) { return s, nil } }
 
@@ -310,7 +314,7 @@ func TestReserveRestartAndConflict(t *testing.T) {
 	err := reserve.Run(ctx, reserve.Options{Client: saClient, Namespace: ns, Name: name, UUID: uuidOf("GPU-2c3d")})
 	require.ErrorContains(t, err, "already records gpuvc.dev/gpu-uuid=GPU-0a1b but this container holds GPU GPU-2c3d")
 	err = reserve.Run(ctx, reserve.Options{Client: saClient, Namespace: ns, Name: "gone", UUID: uuidOf("GPU-sim-a")})
-	require.ErrorContains(t, err, "pod reserve-restart/gone not found")
+	require.ErrorContains(t, err, "pod "+ns+"/gone not found")
 
 	// On a simulated node the share controller may have recorded a UUID
 	// first: a simulated allocation keeps it, and the process holds.
@@ -350,8 +354,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 func TestReserveConcurrentWriter(t *testing.T) {
 	cp := requireHost(t)
 	ctx := testContext(t)
-	const ns = "reserve-race"
-	kubeconfig, _ := reservationNamespace(ctx, t, cp, ns)
+	ns, kubeconfig, _ := reservationNamespace(ctx, t, cp, "reserve-race")
 	tests := map[string]struct {
 		pod, theirs, mine string
 		wantErr           string
@@ -404,8 +407,8 @@ func TestReserveConcurrentWriter(t *testing.T) {
 func TestSimulatedNodeEndToEnd(t *testing.T) {
 	cp := requireHost(t)
 	ctx := testContext(t)
-	const ns, name, nodeName = "reserve-e2e", "gpuvc-gpu-2", "h100-0"
-	reserveKubeconfig, _ := reservationNamespace(ctx, t, cp, ns)
+	const name, nodeName = "gpuvc-gpu-2", "h100-0"
+	ns, reserveKubeconfig, _ := reservationNamespace(ctx, t, cp, "reserve-e2e")
 	reservationPod(ctx, t, cp.Client, ns, name, nodeName)
 
 	dir, err := os.MkdirTemp("", "gpuvc-dp-") // short: unix socket paths are limited
