@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -22,6 +23,15 @@ func exportWhenNamespaceExists(ctx context.Context, team string) {
 			return err == nil || apierrors.IsAlreadyExists(err), nil
 		})
 	}()
+}
+
+func TestBinaryVersion(t *testing.T) {
+	e2e(t)
+	r := gpuvc(t, "version", "-o", "json")
+	require.Equal(t, 0, r.code, r.errOut)
+	var info struct{ ClientGoVersion string }
+	require.NoError(t, json.Unmarshal([]byte(r.out), &info))
+	require.Regexp(t, `^v0\.36\.\d+$`, info.ClientGoVersion)
 }
 
 // TestTeamLifecycle: create with --wait, kubeconfig, list, delete --wait, and

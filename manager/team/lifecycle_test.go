@@ -102,3 +102,31 @@ func TestRestrictedTeamRunsItsControlPlane(t *testing.T) {
 	require.NoError(t, c.Get(ctx, ns("team-strict"), nsObj))
 	require.Equal(t, "restricted", nsObj.Labels["pod-security.kubernetes.io/enforce"])
 }
+
+// TestVClusterVersionChangeRollsOut: changing spec.vcluster.chartVersion upgrades
+// the release; the control plane's image follows the version.
+func TestVClusterVersionChangeRollsOut(t *testing.T) {
+	ctx := integration(t)
+	createTeam(ctx, t, testobj.Team("upgrade", "a100").GPUs(1).Obj())
+	dep := &appsv1.Deployment{}
+	get(ctx, t, inNS("team-upgrade", "upgrade"), dep, func() (bool, string) {
+		return syncerImage(dep) == "ghcr.io/loft-sh/vcluster-oss:0.36.1", syncerImage(dep)
+	})
+	tm := &gpuvcv1.Team{}
+	require.NoError(t, c.Get(ctx, ns("upgrade"), tm))
+	orig := tm.DeepCopy()
+	tm.Spec.VCluster = &gpuvcv1.VClusterSpec{ChartVersion: "0.36.0"}
+	require.NoError(t, c.Patch(ctx, tm, client.MergeFrom(orig)))
+	get(ctx, t, inNS("team-upgrade", "upgrade"), dep, func() (bool, string) {
+		return syncerImage(dep) == "ghcr.io/loft-sh/vcluster-oss:0.36.0", syncerImage(dep)
+	})
+}
+
+func syncerImage(d *appsv1.Deployment) string {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == "syncer" {
+			return c.Image
+		}
+	}
+	return "no syncer container"
+}

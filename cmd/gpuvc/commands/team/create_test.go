@@ -2,6 +2,7 @@ package team_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,6 +120,15 @@ func TestCreateWaitKubeconfigDelete(t *testing.T) {
 	require.Regexp(t, `(?m)^vision\s+h100\s+0/2\s+-\s+True\s+\S+$`, r.out)
 	r = gpuvc(t, "team", "list", "-o", "wide")
 	require.Regexp(t, `(?m)^vision\s+h100\s+0/2\s+-\s+True\s+\S+\s+team-vision\s+Ready\s+User:vera$`, r.out)
+
+	r = gpuvc(t, "team", "list", "-o", "json")
+	require.Equal(t, 0, r.code, r.errOut)
+	list := &gpuvcv1.TeamList{}
+	require.NoError(t, json.Unmarshal([]byte(r.out), list))
+	require.NotEmpty(t, list.Items)
+	r = gpuvc(t, "team", "list", "-o", "yaml")
+	require.NoError(t, yaml.UnmarshalStrict([]byte(r.out), &gpuvcv1.TeamList{}))
+	require.Contains(t, r.out, "name: vision")
 
 	r = gpuvc(t, "team", "get", "vision")
 	require.Equal(t, 0, r.code, r.errOut)
