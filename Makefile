@@ -22,13 +22,18 @@ export GOFLAGS := -buildvcs=false -ldflags=$(LAZY_BINDING)
 
 TEST_TIMEOUT ?= 40m
 
-.PHONY: help build test test-unit e2e bench trial lint generate verify-generated binaries clean clean-cache
+IMAGE ?= ghcr.io/gpuvc/gpuvc:$(VERSION)
+
+.PHONY: help build image test test-unit e2e bench trial lint generate verify-generated binaries clean clean-cache
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build bin/gpuvc
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gpuvc ./cmd/gpuvc
+
+image: ## Build the gpuvc image (needs a Docker engine; see Dockerfile)
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
 test: lint verify-generated binaries ## Everything CI runs: lint, unit and integration tests on the local control plane
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
