@@ -58,7 +58,7 @@ func Configurations(o ConfigOptions) (*admissionregistrationv1.MutatingWebhookCo
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:                    "pods.mutate.gpuvc.dev",
 			ClientConfig:            client(MutatePath),
-			Rules:                   rule("pods"),
+			Rules:                   rule("pods", "pods/resize"),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 			NamespaceSelector:       teams,

@@ -18,6 +18,12 @@ type mutator struct{ w *Webhook }
 func (h mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	op := req.Operation
+	if req.SubResource == "resize" && op == admissionv1.Update {
+		if _, resp := h.w.input(ctx, req); resp != nil {
+			return *resp // not a team namespace, or no policy
+		}
+		return h.handleResize(ctx, req)
+	}
 	if req.SubResource != "" || (op != admissionv1.Create && op != admissionv1.Update) {
 		return admission.Allowed("")
 	}
