@@ -2,8 +2,6 @@ package charts
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -17,24 +15,10 @@ import (
 var host *localcp.ControlPlane
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	var err error
-	host, err = localcp.Start(ctx, localcp.Options{Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer host.Stop()
-	return m.Run()
+	os.Exit(localcp.RunTests(m, localcp.Options{}, func(_ context.Context, cp *localcp.ControlPlane) (func(), error) {
+		host = cp
+		return nil, nil
+	}))
 }
 
 func integration(t *testing.T, timeout time.Duration) context.Context {

@@ -88,6 +88,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if log == nil {
 		log = io.Discard
 	}
+	began := time.Now()
 	cp = &ControlPlane{Dir: opts.Dir}
 	if cp.Dir == "" {
 		if cp.Dir, err = os.MkdirTemp("", "gpuvc-localcp-"); err != nil {
@@ -192,7 +193,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := cp.WaitForServiceAccount(ctx, "default", "default"); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "localcp: ready at %s (kubeconfig %s)\n", cp.Server, cp.Kubeconfig)
+	fmt.Fprintf(log, "localcp: ready at %s in %v (kubeconfig %s)\n", cp.Server, time.Since(began).Round(10*time.Millisecond), cp.Kubeconfig)
 	return cp, nil
 }
 

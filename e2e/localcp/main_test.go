@@ -2,8 +2,6 @@ package localcp_test
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -15,36 +13,13 @@ import (
 var host *localcp.ControlPlane
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() || os.Getenv(panicHelperEnv) != "" {
+	if os.Getenv(panicHelperEnv) != "" { // the re-exec'd helper starts its own plane
 		os.Exit(m.Run())
 	}
-	os.Exit(runWithControlPlane(m))
-}
-
-func runWithControlPlane(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	var err error
-	host, err = localcp.Start(ctx, localcp.Options{Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
-		return 1
-	}
-	pids := host.PIDs()
-	code := m.Run()
-	if err := host.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
-		code = 1
-	}
-	// Nothing the control plane started may outlive it.
-	for name, pid := range pids {
-		if localcp.Alive(pid) {
-			fmt.Fprintf(os.Stderr, "%s (pid %d) still running after Stop\n", name, pid)
-			code = 1
-		}
-	}
-	return code
+	os.Exit(localcp.RunTests(m, localcp.Options{}, func(_ context.Context, cp *localcp.ControlPlane) (func(), error) {
+		host = cp
+		return nil, nil
+	}))
 }
 
 // requireHost skips integration tests under -short.

@@ -2,8 +2,6 @@ package team_test
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -21,38 +19,21 @@ var (
 	c    client.Client
 )
 
+// TestMain runs the package against a real control plane with kwok nodes and the
+// real manager (Helm SDK, vCluster chart v0.36.1 from the module cache).
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	os.Exit(run(m))
-}
-
-// run starts a real control plane with kwok nodes and the real manager (Helm SDK,
-// vCluster chart v0.36.1 from the module cache) once for the package.
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	var err error
-	host, err = localcp.Start(ctx, localcp.Options{Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer host.Stop()
-	mgr, err := managertest.Start(ctx, host, team.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer mgr.Stop()
-	c, err = client.New(host.Config, client.Options{Scheme: manager.Scheme()})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(localcp.RunTests(m, localcp.Options{}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+		host = cp
+		mgr, err := managertest.Start(ctx, cp, team.Options{})
+		if err != nil {
+			return nil, err
+		}
+		if c, err = client.New(cp.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
+			_ = mgr.Stop()
+			return nil, err
+		}
+		return func() { _ = mgr.Stop() }, nil
+	}))
 }
 
 func integration(t *testing.T) context.Context {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -47,27 +45,10 @@ import (
 var host *localcp.ControlPlane
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	os.Exit(runWithControlPlane(m))
-}
-
-func runWithControlPlane(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	var err error
-	if host, err = localcp.Start(ctx, localcp.Options{Log: os.Stderr}); err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
-		return 1
-	}
-	code := m.Run()
-	if err := host.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
-		code = 1
-	}
-	return code
+	os.Exit(localcp.RunTests(m, localcp.Options{}, func(_ context.Context, cp *localcp.ControlPlane) (func(), error) {
+		host = cp
+		return nil, nil
+	}))
 }
 
 func requireHost(t *testing.T) *localcp.ControlPlane {

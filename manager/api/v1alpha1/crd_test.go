@@ -2,8 +2,6 @@ package v1alpha1_test
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -22,36 +20,20 @@ import (
 
 var teams dynamic.NamespaceableResourceInterface
 
+// TestMain runs the tests against a real kube-apiserver with the Team CRD, so the
+// schema and CEL rules are checked by the same code that checks them in a cluster.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	os.Exit(withAPIServer(m))
-}
-
-// withAPIServer runs the tests against a real kube-apiserver with the Team CRD, so
-// the schema and CEL rules are checked by the same code that checks them in a cluster.
-func withAPIServer(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	cp, err := localcp.Start(ctx, localcp.Options{APIOnly: true, Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cp.Stop()
-	if err := charts.InstallCRDs(ctx, cp.Config); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	client, err := dynamic.NewForConfig(cp.Config)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	teams = client.Resource(v1alpha1.GroupVersion.WithResource("teams"))
-	return m.Run()
+	os.Exit(localcp.RunTests(m, localcp.Options{APIOnly: true}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+		if err := charts.InstallCRDs(ctx, cp.Config); err != nil {
+			return nil, err
+		}
+		client, err := dynamic.NewForConfig(cp.Config)
+		if err != nil {
+			return nil, err
+		}
+		teams = client.Resource(v1alpha1.GroupVersion.WithResource("teams"))
+		return nil, nil
+	}))
 }
 
 func createTeam(t *testing.T, manifest string) (*unstructured.Unstructured, error) {

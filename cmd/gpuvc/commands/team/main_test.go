@@ -3,8 +3,6 @@ package team_test
 import (
 	"bytes"
 	"context"
-	"flag"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -19,33 +17,18 @@ import (
 
 var host *localcp.ControlPlane
 
+// TestMain starts a real control plane with kwok nodes and the real manager once;
+// the commands under test talk to it through a kubeconfig, as a platform engineer
+// would.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	os.Exit(run(m))
-}
-
-// run starts a real control plane with kwok nodes and the real manager once; the
-// commands under test talk to it through a kubeconfig, as a platform engineer would.
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	var err error
-	host, err = localcp.Start(ctx, localcp.Options{Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer host.Stop()
-	mgr, err := managertest.Start(ctx, host, team.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer mgr.Stop()
-	return m.Run()
+	os.Exit(localcp.RunTests(m, localcp.Options{}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+		host = cp
+		mgr, err := managertest.Start(ctx, cp, team.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return func() { _ = mgr.Stop() }, nil
+	}))
 }
 
 // result is what one gpuvc invocation printed and its exit code.

@@ -1,0 +1,58 @@
+package localcp
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// RunTests is a test package's TestMain body: it starts one control plane for the
+// package (none under -short, where integration tests skip themselves), runs
+// setup on it (install CRDs, start a manager, keep the pointer...), runs the
+// tests, then the teardown setup returned, then stops the control plane. A
+// component still running after Stop fails the run. It returns the exit code.
+func RunTests(m *testing.M, opts Options, setup func(ctx context.Context, cp *ControlPlane) (teardown func(), err error)) int {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run()
+	}
+	if opts.Log == nil {
+		opts.Log = os.Stderr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	cp, err := Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
+		return 1
+	}
+	pids := cp.PIDs()
+	code := func() int {
+		if setup == nil {
+			return m.Run()
+		}
+		teardown, err := setup(ctx, cp)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "setting up the tests:", err)
+			return 1
+		}
+		if teardown != nil {
+			defer teardown()
+		}
+		return m.Run()
+	}()
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
+		code = 1
+	}
+	for name, pid := range pids {
+		if Alive(pid) {
+			fmt.Fprintf(os.Stderr, "%s (pid %d) still running after Stop\n", name, pid)
+			code = 1
+		}
+	}
+	return code
+}
