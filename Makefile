@@ -49,7 +49,8 @@ bench: binaries ## Benchmarks: latency percentiles, throughput, GPUs held vs low
 
 trial: ## Try gpuvc on a kind cluster with simulated GPU nodes (coming: see README)
 	@echo "make trial is not available yet: the kind trial lands with the charts/kind issue." >&2
-	@echo "Meanwhile: 'go run ./cmd/gpuvc dev cluster up' starts a local control plane with simulated GPU nodes." >&2
+	@echo "Meanwhile: 'bin/gpuvc dev cluster up' starts a local control plane with simulated GPU nodes," >&2
+	@echo "and 'bin/gpuvc dev kind-config' prints a kind config with the GPU pools' labels and taints." >&2
 	@exit 2
 
 lint: ## gofmt and go vet

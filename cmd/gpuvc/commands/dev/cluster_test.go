@@ -64,3 +64,12 @@ func TestDevClusterUpEnvDown(t *testing.T) {
 	_, _, code = run("dev", "cluster", "down", "--dir", dir)
 	require.Equal(t, 0, code, "down twice succeeds")
 }
+
+func TestKindConfigPrintsAClusterConfig(t *testing.T) {
+	out, errOut, code := run("dev", "kind-config")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "kind: Cluster")
+	require.Contains(t, out, "apiVersion: kind.x-k8s.io/v1alpha4")
+	require.Equal(t, 4, strings.Count(out, "role: worker"))
+	require.Contains(t, out, "gpuvc.dev/pool: h100")
+}

@@ -15,6 +15,6 @@ func NewCommand(streams cli.Streams, _ *cli.Globals) *cobra.Command {
 		Short: "Developer tools: a local control plane with simulated GPU nodes",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newClusterCommand(streams))
+	cmd.AddCommand(newClusterCommand(streams), newKindConfigCommand(streams))
 	return cmd
 }
