@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testobj"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
@@ -112,7 +113,7 @@ func waitReady(ctx context.Context, t *testing.T, vc *vclusters.Client, spec vcl
 }
 
 func TestLifecycleRealChart(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	c := cp.Client
 	const ns = "team-fraud"
@@ -268,7 +269,7 @@ func TestLifecycleRealChart(t *testing.T) {
 
 // With an ephemeral datastore the chart runs a Deployment; Ready follows it too.
 func TestEphemeralControlPlaneIsADeployment(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	c := cp.Client
 	const ns = "team-scratch"
@@ -297,7 +298,7 @@ func TestEphemeralControlPlaneIsADeployment(t *testing.T) {
 
 // An Apply into a namespace that does not exist says so.
 func TestApplyMissingNamespace(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	vc, err := vclusters.New(cp.Config)
 	require.NoError(t, err)
 	_, err = vc.Apply(testContext(t), teamSpec(t, func(s *vclusters.Spec) { s.Namespace = "team-nowhere" }))
@@ -306,7 +307,7 @@ func TestApplyMissingNamespace(t *testing.T) {
 
 // A malformed exported kubeconfig is told apart from one not written yet.
 func TestKubeconfigMalformed(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	const ns = "team-broken"
 	createNamespace(ctx, t, cp.Client, ns)
@@ -352,7 +353,7 @@ func exportedKubeconfig(t *testing.T) []byte {
 // Ready names why a control plane does not start, in the scheduler's words: here
 // its volume claim has nothing to bind to.
 func TestReadyExplainsUnschedulableControlPlane(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	const ns = "team-nodisk"
 	createNamespace(ctx, t, cp.Client, ns)

@@ -19,7 +19,7 @@ import (
 )
 
 func TestSecondControlPlaneIsIndependent(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	virtual, err := localcp.Start(ctx, localcp.Options{APIOnly: true})
 	require.NoError(t, err)
@@ -36,7 +36,7 @@ func TestSecondControlPlaneIsIndependent(t *testing.T) {
 }
 
 func TestStopLeavesNoProcessOrFolder(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	cp, err := localcp.Start(ctx, localcp.Options{APIOnly: true})
 	require.NoError(t, err)
@@ -56,7 +56,7 @@ const panicHelperEnv = "GPUVC_LOCALCP_PANIC_HELPER"
 // control plane, records its PIDs and panics without any cleanup; every component
 // must die with it.
 func TestProcessesDieWhenTestPanics(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	pidFile := filepath.Join(t.TempDir(), "pids.json")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPanicHelper$", "-test.v")
 	cmd.Env = append(os.Environ(), panicHelperEnv+"="+pidFile)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testobj"
 )
 
@@ -23,7 +24,7 @@ func createNamespace(ctx context.Context, t *testing.T, c kubernetes.Interface, 
 	t.Cleanup(func() {
 		_ = c.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	require.NoError(t, host.WaitForServiceAccount(ctx, name, "default"))
+	require.NoError(t, localcp.ForTest(t).WaitForServiceAccount(ctx, name, "default"))
 }
 
 // waitForPod polls a pod until cond holds and returns it.
@@ -45,7 +46,7 @@ func waitForPod(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, n
 func running(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
 
 func TestGPUPodToleratingPoolRunsOnGPUNode(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	createNamespace(ctx, t, cp.Client, "whole-gpu")
 
@@ -59,7 +60,7 @@ func TestGPUPodToleratingPoolRunsOnGPUNode(t *testing.T) {
 }
 
 func TestMIGPodRunsOnMIGNode(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	createNamespace(ctx, t, cp.Client, "mig")
 
@@ -72,7 +73,7 @@ func TestMIGPodRunsOnMIGNode(t *testing.T) {
 }
 
 func TestGPUPodWithoutTolerationStaysPending(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	createNamespace(ctx, t, cp.Client, "no-toleration")
 
@@ -106,7 +107,7 @@ func TestGPUPodWithoutTolerationStaysPending(t *testing.T) {
 }
 
 func TestPodOverGPUQuotaIsRefused(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	createNamespace(ctx, t, cp.Client, "quota")
 	_, err := cp.Client.CoreV1().ResourceQuotas("quota").Create(ctx,

@@ -9,9 +9,22 @@ import (
 	"time"
 )
 
+// shared is the control plane RunTests started for the running test package.
+var shared *ControlPlane
+
+// ForTest returns the control plane RunTests started for this test package; the
+// test is skipped under -short, where none runs.
+func ForTest(t testing.TB) *ControlPlane {
+	t.Helper()
+	if testing.Short() || shared == nil {
+		t.Skip("integration test: needs the local control plane (run without -short)")
+	}
+	return shared
+}
+
 // RunTests is a test package's TestMain body: it starts one control plane for the
 // package (none under -short, where integration tests skip themselves), runs
-// setup on it (install CRDs, start a manager, keep the pointer...), runs the
+// setup on it (install CRDs, start a manager...; nil for none), runs the
 // tests, then the teardown setup returned, then stops the control plane. A
 // component still running after Stop fails the run. It returns the exit code.
 func RunTests(m *testing.M, opts Options, setup func(ctx context.Context, cp *ControlPlane) (teardown func(), err error)) int {
@@ -29,6 +42,8 @@ func RunTests(m *testing.M, opts Options, setup func(ctx context.Context, cp *Co
 		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
 		return 1
 	}
+	shared = cp
+	defer func() { shared = nil }()
 	pids := cp.PIDs()
 	code := func() int {
 		if setup == nil {

@@ -32,22 +32,8 @@ import (
 	"github.com/gpuvc/gpuvc/syncer/nodeagent"
 )
 
-// host is the control plane shared by this package's integration tests.
-var host *localcp.ControlPlane
-
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{}, func(_ context.Context, cp *localcp.ControlPlane) (func(), error) {
-		host = cp
-		return nil, nil
-	}))
-}
-
-func requireHost(t *testing.T) *localcp.ControlPlane {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs the local control plane (run without -short)")
-	}
-	return host
+	os.Exit(localcp.RunTests(m, localcp.Options{}, nil))
 }
 
 func testContext(t *testing.T) context.Context {
@@ -177,7 +163,7 @@ func agentApplyTime(node *corev1.Node) *metav1.Time {
 }
 
 func TestPublishOnKwokNode(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	_, saClient := agentIdentity(ctx, t, cp)
 	const nodeName = "a100-0"
@@ -285,7 +271,7 @@ func TestPublishOnKwokNode(t *testing.T) {
 // The agent refuses to create a Node and says which name was wrong; its
 // ServiceAccount can do nothing else.
 func TestPublishUnknownNode(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	_, saClient := agentIdentity(ctx, t, cp)
 	agent := nodeagent.Agent{
@@ -304,7 +290,7 @@ func TestPublishUnknownNode(t *testing.T) {
 // `gpuvc agent --once --simulate` with the agent's own credentials on the MIG
 // node: the labels agree with the capacity the node pool declares.
 func TestAgentCommandOnce(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	kubeconfig, _ := agentIdentity(ctx, t, cp)
 	resetNode(ctx, t, cp, "a100-mig-0")

@@ -42,21 +42,8 @@ import (
 	"github.com/gpuvc/gpuvc/syncer/reserve"
 )
 
-var host *localcp.ControlPlane
-
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{}, func(_ context.Context, cp *localcp.ControlPlane) (func(), error) {
-		host = cp
-		return nil, nil
-	}))
-}
-
-func requireHost(t *testing.T) *localcp.ControlPlane {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs the local control plane (run without -short)")
-	}
-	return host
+	os.Exit(localcp.RunTests(m, localcp.Options{}, nil))
 }
 
 func testContext(t *testing.T) context.Context {
@@ -232,7 +219,7 @@ func waitExit(t *testing.T, done <-chan error, what string) {
 // annotates its own pod with the UUID from NVIDIA_VISIBLE_DEVICES, holds until
 // cancelled, then exits cleanly — with only get/patch on pods.
 func TestReserveSimulatedAnnotatesOwnPod(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	const name, uuid = "gpuvc-gpu-0", "GPU-sim-11111111-2222-3333-4444-555555555555"
 	ns, kubeconfig, saClient := reservationNamespace(ctx, t, cp, "reserve-sim")
@@ -265,7 +252,7 @@ func TestReserveSimulatedAnnotatesOwnPod(t *testing.T) {
 // annotation and holds; one holding another GPU refuses to overwrite it,
 // except that simulated UUIDs recorded first stay.
 func TestReserveRestartAndConflict(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	const name = "gpuvc-gpu-1"
 	ns, _, saClient := reservationNamespace(ctx, t, cp, "reserve-restart")
@@ -333,7 +320,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // reads again, and the first writer's UUID stays (or, for real UUIDs,
 // Annotate refuses).
 func TestReserveConcurrentWriter(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	ns, kubeconfig, _ := reservationNamespace(ctx, t, cp, "reserve-race")
 	tests := map[string]struct {
@@ -386,7 +373,7 @@ func TestReserveConcurrentWriter(t *testing.T) {
 // GPU to a reservation pod, whose `gpuvc reserve --simulate` records exactly
 // that GPU — one of the UUIDs the agent published on the node.
 func TestSimulatedNodeEndToEnd(t *testing.T) {
-	cp := requireHost(t)
+	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	const name, nodeName = "gpuvc-gpu-2", "h100-0"
 	ns, reserveKubeconfig, _ := reservationNamespace(ctx, t, cp, "reserve-e2e")
