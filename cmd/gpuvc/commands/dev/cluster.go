@@ -7,11 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/nodepool"
 )
 
 type clusterFlags struct {
@@ -69,8 +71,14 @@ func clusterUp(ctx context.Context, streams cli.Streams, flags *clusterFlags) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(streams.ErrOut, "nodes: %s\nlogs: %s\nstop with: gpuvc dev cluster down\n",
-		"system-0, a100-0, a100-mig-0, h100-0", filepath.Join(cp.Dir, "logs"))
+	var nodes []string
+	for _, p := range nodepool.Default() {
+		for _, n := range p.Nodes {
+			nodes = append(nodes, p.Name+"/"+n.Name)
+		}
+	}
+	fmt.Fprintf(streams.ErrOut, "nodes (pool/node): %s\nlogs: %s\nstop with: gpuvc dev cluster down\n",
+		strings.Join(nodes, ", "), filepath.Join(cp.Dir, "logs"))
 	return clusterEnv(streams, flags)
 }
 
