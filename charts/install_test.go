@@ -1,9 +1,11 @@
 package charts
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -52,7 +54,8 @@ import (
 // nothing it must not (SubjectAccessReview); that the real manager, authenticated as
 // its ServiceAccount, provisions and deletes a team — Helm installing vCluster's
 // chart, Role and ClusterRole included — and admits the team's pods through its
-// webhook; then upgrades to self-managed certificates and uninstalls.
+// webhook; then upgrades to self-managed certificates, runs the manager's own
+// certificate rotation as the ServiceAccount, and uninstalls.
 func TestInstall(t *testing.T) {
 	ctx := integration(t, 10*time.Minute)
 	installCertManagerCRDs(ctx, t)
@@ -78,21 +81,29 @@ func TestInstall(t *testing.T) {
 		}
 		checkObjects(ctx, t, rel)
 		checkAccess(ctx, t, rotatorNeeds())
-		// What the rotator writes survives the next helm upgrade: the data is not in
-		// the chart's manifest, and Helm's three-way merge keeps it.
-		secrets := host.Client.CoreV1().Secrets(testNamespace)
-		sec, err := secrets.Get(ctx, WebhookSecretName, metav1.GetOptions{})
+		written := checkSelfManagedCerts(ctx, t)
+		// What the rotator wrote survives the next helm upgrade, which changes the
+		// webhooks: neither the Secret's data nor the caBundles are in the chart's
+		// manifest, and Helm's three-way merge keeps them.
+		h.upgrade(ctx, t, "certManager: {enabled: false}\nwebhook: {timeoutSeconds: 5}")
+		sec, err := host.Client.CoreV1().Secrets(testNamespace).Get(ctx, WebhookSecretName, metav1.GetOptions{})
+		if err != nil || !reflect.DeepEqual(sec.Data, written.Data) {
+			t.Errorf("after helm upgrade the rotator's Secret holds %d keys (%v), want the %d it wrote", len(sec.Data), err, len(written.Data))
+		}
+		api := host.Client.AdmissionregistrationV1()
+		m, err := api.MutatingWebhookConfigurations().Get(ctx, WebhookConfigurationName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sec.Data = map[string][]byte{"tls.crt": []byte("cert"), "tls.key": []byte("key"), "ca.crt": []byte("ca")}
-		if _, err := secrets.Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		v, err := api.ValidatingWebhookConfigurations().Get(ctx, WebhookConfigurationName, metav1.GetOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		h.upgrade(ctx, t, "certManager: {enabled: false}\nwebhook: {timeoutSeconds: 5}")
-		sec, err = secrets.Get(ctx, WebhookSecretName, metav1.GetOptions{})
-		if err != nil || len(sec.Data) != 3 {
-			t.Errorf("after helm upgrade the rotator's Secret holds %d keys (%v), want 3", len(sec.Data), err)
+		if *m.Webhooks[0].TimeoutSeconds != 5 || *v.Webhooks[0].TimeoutSeconds != 5 {
+			t.Error("helm upgrade did not change timeoutSeconds")
+		}
+		if !bytes.Equal(m.Webhooks[0].ClientConfig.CABundle, written.Data["ca.crt"]) || !bytes.Equal(v.Webhooks[0].ClientConfig.CABundle, written.Data["ca.crt"]) {
+			t.Error("helm upgrade removed or changed the caBundle the rotator wrote")
 		}
 	})
 

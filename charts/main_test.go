@@ -15,6 +15,9 @@ import (
 var host *localcp.ControlPlane
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(managerChildEnv); spec != "" {
+		os.Exit(runManagerChild(spec)) // a manager process of TestInstall
+	}
 	os.Exit(localcp.RunTests(m, localcp.Options{}, func(_ context.Context, cp *localcp.ControlPlane) (func(), error) {
 		host = cp
 		return nil, nil

@@ -17,7 +17,7 @@ var managerFlags = []string{
 	"--leader-election-namespace", "--webhook-port", "--webhook-cert-dir",
 	"--vcluster-chart-repo", "--vcluster-chart-version", "--vcluster-chart-dir",
 	"--team-server-url", "--control-plane-pool", "--system-pool", "--reserve-image",
-	"--ephemeral-vclusters", "--sync-real-nodes",
+	"--ephemeral-vclusters", "--sync-real-nodes", "--webhook-cert-secret",
 }
 
 const defaultImage = "ghcr.io/gpuvc/gpuvc:0.1.0"
@@ -45,6 +45,10 @@ func TestManagerArgs(t *testing.T) {
 	}{
 		"defaults": {defaultImage, concat(common, leader, chart,
 			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage})},
+		"self-managed certificates": {defaultImage, concat(common, leader, chart, []string{
+			"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage,
+			"--webhook-cert-secret=" + testNamespace + "/" + WebhookSecretName,
+		})},
 		"kind trial": {defaultImage, concat(common, leader, chart,
 			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage, "--ephemeral-vclusters"})},
 		"real nodes": {defaultImage, concat(common, leader, chart,
@@ -98,7 +102,8 @@ func TestManagerArgs(t *testing.T) {
 }
 
 // TestManagerPod checks what the flags rely on: ports, probes, the certificate
-// mount, the writable /tmp, replicas.
+// mount (cert-manager's Secret, or the folder the manager writes), the writable
+// /tmp, replicas.
 func TestManagerPod(t *testing.T) {
 	cases := map[string]struct {
 		replicas                     int32
@@ -108,11 +113,14 @@ func TestManagerPod(t *testing.T) {
 		pullSecrets                  []string
 		nodeSelector                 map[string]string
 		antiAffinity, extraVolume    bool
+		selfManagedCerts             bool
 		priorityClass                string
 		memoryLimitFromResourceField bool
 	}{
 		"defaults": {replicas: 2, webhookPort: 9443, healthPort: 8081, metricsPort: 8080,
 			pullPolicy: corev1.PullIfNotPresent, antiAffinity: true, memoryLimitFromResourceField: true},
+		"self-managed certificates": {replicas: 2, webhookPort: 9443, healthPort: 8081, metricsPort: 8080,
+			pullPolicy: corev1.PullIfNotPresent, antiAffinity: true, memoryLimitFromResourceField: true, selfManagedCerts: true},
 		"one replica without leader election": {replicas: 1, webhookPort: 9443, healthPort: 8081, metricsPort: 8080,
 			pullPolicy: corev1.PullIfNotPresent, antiAffinity: true, memoryLimitFromResourceField: true},
 		"metrics off": {replicas: 2, webhookPort: 9443, healthPort: 8081,
@@ -167,11 +175,16 @@ func TestManagerPod(t *testing.T) {
 			for _, v := range pod.Volumes {
 				volumes[v.Name] = v
 			}
+			// cert-manager's Secret is mounted read-only; a self-managed certificate
+			// is copied by the manager into a writable memory-backed emptyDir.
 			certs, ok := mounts[WebhookCertDir]
-			if !ok || !certs.ReadOnly {
-				t.Fatalf("no read-only mount at %s: %+v", WebhookCertDir, c.VolumeMounts)
+			if !ok || certs.ReadOnly == tc.selfManagedCerts {
+				t.Fatalf("mount at %s: %+v, want one read-only exactly with cert-manager", WebhookCertDir, c.VolumeMounts)
 			}
-			if v := volumes[certs.Name]; v.Secret == nil || v.Secret.SecretName != WebhookSecretName {
+			switch v := volumes[certs.Name]; {
+			case tc.selfManagedCerts && (v.EmptyDir == nil || v.EmptyDir.Medium != corev1.StorageMediumMemory || v.Secret != nil):
+				t.Errorf("certificate volume %+v: want a memory-backed emptyDir", v)
+			case !tc.selfManagedCerts && (v.Secret == nil || v.Secret.SecretName != WebhookSecretName):
 				t.Errorf("certificate volume %+v: want Secret %s", v, WebhookSecretName)
 			}
 			if v := volumes[mounts["/tmp"].Name]; v.EmptyDir == nil {

@@ -1,6 +1,7 @@
 // Package manager assembles gpuvc's controller manager: the Team reconciler and the
 // syncer's pod admission webhook (and, as it lands, the share controller) on one
-// controller-runtime manager with leader election, health probes and metrics.
+// controller-runtime manager with leader election, health probes and metrics; and,
+// without cert-manager, the rotation of the webhook's own certificate.
 package manager
 
 import (
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -44,6 +46,13 @@ type Options struct {
 	WebhookHost    string
 	WebhookPort    int
 	WebhookCertDir string
+	// WebhookCertSecret, when set, makes the manager issue and rotate the
+	// webhook's certificate itself (no cert-manager): it keeps a CA and a
+	// certificate for WebhookServiceName.<namespace>.svc in this Secret (which
+	// must exist), copies them into WebhookCertDir and the CA into both
+	// WebhookConfigName configurations; the webhook serves and /readyz passes
+	// only once all of that is in place. See certrotation.go.
+	WebhookCertSecret types.NamespacedName
 	// SystemPool is the node pool of vCluster control planes.
 	SystemPool string
 	// ReserveImage is the image of fractional-GPU reservation pods (gpuvc
@@ -77,12 +86,31 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 			&corev1.Secret{}: {Label: managed},
 		}},
 	}
+	var certs *certRotation
+	if opts.WebhookCertSecret != (types.NamespacedName{}) {
+		if opts.WebhookPort == 0 {
+			return nil, fmt.Errorf("webhook certificate Secret %s given, but the webhook is off (port 0)", opts.WebhookCertSecret)
+		}
+		var err error
+		if certs, err = newCertRotation(ctx, cfg, opts.WebhookCertSecret, opts.WebhookCertDir); err != nil {
+			return nil, err
+		}
+	}
 	if opts.WebhookPort != 0 {
-		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir})
+		var srv webhook.Server = webhook.NewServer(webhook.Options{Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir})
+		if certs != nil {
+			srv = certs.gate(srv)
+		}
+		mgrOpts.WebhookServer = srv
 	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating controller manager: %w", err)
+	}
+	if certs != nil {
+		if err := certs.addTo(mgr); err != nil {
+			return nil, err
+		}
 	}
 	vc, err := vclusters.New(cfg)
 	if err != nil {
@@ -120,6 +148,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		}
 		if err := mgr.AddReadyzCheck("webhook", check); err != nil {
 			return nil, err
+		}
+		if certs != nil {
+			if err := mgr.AddReadyzCheck("webhook-certificate", certs.readyCheck); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return mgr, nil

@@ -39,7 +39,7 @@ func HelmValues(spec Spec) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ExtraValues: %w", err)
 	}
-	return mergeValues(base, extra), nil
+	return MergeValues(base, extra), nil
 }
 
 // buildValues maps a valid spec onto the chart's values.

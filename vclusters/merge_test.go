@@ -49,11 +49,11 @@ func TestMergeValues(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			before := cmp.Diff(nil, tc.base)
-			if diff := cmp.Diff(tc.want, mergeValues(tc.base, tc.over)); diff != "" {
-				t.Errorf("mergeValues (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, MergeValues(tc.base, tc.over)); diff != "" {
+				t.Errorf("MergeValues (-want +got):\n%s", diff)
 			}
 			if after := cmp.Diff(nil, tc.base); after != before {
-				t.Error("mergeValues modified base")
+				t.Error("MergeValues modified base")
 			}
 		})
 	}

@@ -1,8 +1,13 @@
 package team
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/vclusters"
@@ -11,17 +16,21 @@ import (
 // vclusterSpec maps a Team to its vCluster release.
 func (r *Reconciler) vclusterSpec(t *gpuvcv1.Team) vclusters.Spec {
 	chart := r.opts.Chart
-	var extra map[string]any
+	extra := withoutFenceValues(r.opts.PlatformValues)
 	if v := t.Spec.VCluster; v != nil {
 		if v.ChartVersion != "" {
 			chart.Version = v.ChartVersion
 		}
 		if v.Values != nil && len(v.Values.Raw) > 0 {
-			// The schema guarantees an object; a decode error leaves extra values out
-			// and Apply's validation of the rest still runs.
-			_ = json.Unmarshal(v.Values.Raw, &extra)
-			removeFenceValues(extra)
+			// The schema guarantees an object; a decode error leaves the team's values
+			// out and Apply's validation of the rest still runs.
+			var team map[string]any
+			_ = json.Unmarshal(v.Values.Raw, &team)
+			extra = vclusters.MergeValues(extra, withoutFenceValues(team))
 		}
+	}
+	if len(extra) == 0 {
+		extra = nil
 	}
 	return vclusters.Spec{
 		Name:             ReleaseName(t),
@@ -41,11 +50,27 @@ func (r *Reconciler) vclusterSpec(t *gpuvcv1.Team) vclusters.Spec {
 	}
 }
 
+// serverURL is the URL the release is installed with. A URL naming the Service's
+// ClusterIP cannot be known before the release exists: the in-cluster name stands
+// in (see Options.ServerURLUsesServiceIP).
 func (r *Reconciler) serverURL(t *gpuvcv1.Team) string {
-	if r.opts.ServerURL != nil {
-		return r.opts.ServerURL(t)
+	if r.opts.ServerURL != nil && !r.opts.ServerURLUsesServiceIP {
+		return r.opts.ServerURL(t, "")
 	}
 	return fmt.Sprintf("https://%s.%s.svc", ReleaseName(t), gpuvcv1.HostNamespace(t.Name))
+}
+
+// serviceIP returns the ClusterIP of the vCluster control plane's Service, which
+// vCluster's chart names after the release.
+func (r *Reconciler) serviceIP(ctx context.Context, spec vclusters.Spec) (string, error) {
+	svc := &corev1.Service{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: spec.Namespace, Name: spec.Name}, svc); err != nil {
+		return "", fmt.Errorf("waiting for the ClusterIP of Service %s/%s: %w", spec.Namespace, spec.Name, err)
+	}
+	if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
+		return ip, nil
+	}
+	return "", fmt.Errorf("Service %s/%s has no ClusterIP (type %s): the team server URL names .ServiceIP", spec.Namespace, spec.Name, svc.Spec.Type)
 }
 
 // fenceValues are vcluster.yaml paths through which a Team's extra values could
@@ -57,6 +82,16 @@ var fenceValues = [][]string{
 	{"exportKubeConfig"},
 	{"controlPlane", "proxy", "extraSANs"},
 	{"experimental", "syncSettings", "setOwner"},
+}
+
+// withoutFenceValues returns a deep copy of values without the fence paths.
+func withoutFenceValues(values map[string]any) map[string]any {
+	if values == nil {
+		return nil
+	}
+	out := runtime.DeepCopyJSON(values)
+	removeFenceValues(out)
+	return out
 }
 
 func removeFenceValues(values map[string]any) {

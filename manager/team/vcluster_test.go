@@ -39,3 +39,48 @@ func TestExtraValuesCannotUndoFences(t *testing.T) {
 		t.Errorf("spec = %+v", spec)
 	}
 }
+
+func TestPlatformValuesUnderTeamValuesWithoutFences(t *testing.T) {
+	platform := map[string]any{
+		"controlPlane": map[string]any{
+			"distro":      map[string]any{"k8s": map[string]any{"image": map[string]any{"tag": "v1.36.3"}}},
+			"statefulSet": map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "1", "memory": "2Gi"}}},
+			"proxy":       map[string]any{"extraSANs": []any{"platform-san"}},
+		},
+		"exportKubeConfig": map[string]any{"server": "https://platform"},
+	}
+	team := &gpuvcv1.Team{Spec: gpuvcv1.TeamSpec{Pool: "a100", VCluster: &gpuvcv1.VClusterSpec{
+		Values: &apiextensionsv1.JSON{Raw: []byte(`{"controlPlane": {"statefulSet": {"resources": {"limits": {"cpu": "2"}}}}}`)},
+	}}}
+	team.Name = "fraud"
+	r := NewReconciler(nil, nil, nil, Options{PlatformValues: platform})
+	spec := r.vclusterSpec(team)
+
+	want := map[string]any{"controlPlane": map[string]any{
+		"distro":      map[string]any{"k8s": map[string]any{"image": map[string]any{"tag": "v1.36.3"}}},
+		"statefulSet": map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "2", "memory": "2Gi"}}},
+		"proxy":       map[string]any{},
+	}}
+	if diff := cmp.Diff(want, spec.ExtraValues); diff != "" {
+		t.Errorf("extra values (-want +got):\n%s", diff)
+	}
+	if _, ok := platform["exportKubeConfig"]; !ok {
+		t.Error("the platform values were modified")
+	}
+}
+
+func TestServerURLNamingTheServiceIPInstallsWithTheInClusterName(t *testing.T) {
+	team := &gpuvcv1.Team{Spec: gpuvcv1.TeamSpec{Pool: "a100"}}
+	team.Name = "fraud"
+	r := NewReconciler(nil, nil, nil, Options{
+		ServerURL:              func(t *gpuvcv1.Team, ip string) string { return "https://" + ip },
+		ServerURLUsesServiceIP: true,
+	})
+	if got := r.vclusterSpec(team).KubeconfigServer; got != "https://fraud.team-fraud.svc" {
+		t.Errorf("KubeconfigServer = %q, want the in-cluster name until the ClusterIP exists", got)
+	}
+	r.opts.ServerURLUsesServiceIP = false
+	if got := r.vclusterSpec(team).KubeconfigServer; got != "https://" {
+		t.Errorf("KubeconfigServer = %q, want the template's URL", got)
+	}
+}

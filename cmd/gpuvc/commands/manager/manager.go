@@ -5,11 +5,14 @@ package manager
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"text/template"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	gpuvcmanager "github.com/gpuvc/gpuvc/manager"
@@ -25,8 +28,10 @@ type flags struct {
 	webhookPort             int
 	webhookCertDir          string
 	webhookURL              string
+	webhookCertSecret       string
 	chartRepo, chartVersion string
 	chartDir                string
+	vclusterValues          string
 	serverURL               string
 	controlPlanePool        string
 	systemPool              string
@@ -59,10 +64,12 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "port of the pod admission webhook (0 disables it)")
 	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with the webhook's tls.crt and tls.key")
 	fs.StringVar(&f.webhookURL, "webhook-url", "", "outside a cluster: https://<host>:<port> at which the API server reaches this process; writes a serving certificate and registers the webhook")
+	fs.StringVar(&f.webhookCertSecret, "webhook-cert-secret", "", "without cert-manager: <namespace>/<name> of an existing Secret in which the manager keeps its own CA and a certificate for "+gpuvcmanager.WebhookServiceName+".<namespace>.svc, renewed before expiry; it copies them into --webhook-cert-dir and the CA into the "+gpuvcmanager.WebhookConfigName+" webhook configurations, and serves and reports ready once they are in place")
 	fs.StringVar(&f.chartRepo, "vcluster-chart-repo", "", "vCluster chart repository URL or oci:// reference (default "+vclusters.DefaultRepoURL+")")
 	fs.StringVar(&f.chartVersion, "vcluster-chart-version", vclusters.DefaultChartVersion, "vCluster chart version")
 	fs.StringVar(&f.chartDir, "vcluster-chart-dir", "", "an unpacked vCluster chart to install instead of a published one")
-	fs.StringVar(&f.serverURL, "team-server-url", "", "Go template of the URL teams reach their vCluster at, e.g. https://{{.Team}}.vc.example.com (default: the in-cluster Service URL)")
+	fs.StringVar(&f.vclusterValues, "vcluster-values", "", "YAML file of vCluster chart values for every team (registry mirror, distro image, resources); a Team's spec.vcluster.values go over them, gpuvc's fences are kept")
+	fs.StringVar(&f.serverURL, "team-server-url", "", "Go template of the URL teams reach their vCluster at, e.g. https://{{.Team}}.vc.example.com or https://{{.ServiceIP}} where Service IPs route (fields .Team, .Namespace, .Release, .ServiceIP; default: the in-cluster Service URL)")
 	fs.StringVar(&f.controlPlanePool, "control-plane-pool", "", "node pool of vCluster control planes (default: any untainted node)")
 	fs.StringVar(&f.systemPool, "system-pool", "system", "node pool the webhook pins vCluster control-plane pods to")
 	fs.StringVar(&f.reserveImage, "reserve-image", "ghcr.io/gpuvc/gpuvc:latest", `image of fractional-GPU reservation pods (gpuvc reserve); "" turns fractional sharing off`)
@@ -84,12 +91,25 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 	if err != nil {
 		return err
 	}
-	serverURL, err := serverURLFunc(f.serverURL)
+	serverURL, usesServiceIP, err := serverURLFunc(f.serverURL)
+	if err != nil {
+		return err
+	}
+	platformValues, err := readValues(f.vclusterValues)
 	if err != nil {
 		return err
 	}
 	if f.installCRDs {
 		if err := installCRDs(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	var certSecret types.NamespacedName
+	if f.webhookCertSecret != "" {
+		if f.webhookURL != "" {
+			return fmt.Errorf("--webhook-url and --webhook-cert-secret both set: the first writes a certificate for a local process, the second rotates the in-cluster one; choose one")
+		}
+		if certSecret, err = gpuvcmanager.ParseCertSecret(f.webhookCertSecret); err != nil {
 			return err
 		}
 	}
@@ -101,15 +121,17 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 	mgr, err := gpuvcmanager.New(ctx, cfg, gpuvcmanager.Options{
 		MetricsAddr: f.metricsAddr, HealthAddr: f.healthAddr,
 		LeaderElection: f.leaderElect, LeaderElectionNS: f.leaderElectionNS,
-		WebhookPort: f.webhookPort, WebhookCertDir: f.webhookCertDir,
+		WebhookPort: f.webhookPort, WebhookCertDir: f.webhookCertDir, WebhookCertSecret: certSecret,
 		SystemPool:   f.systemPool,
 		ReserveImage: f.reserveImage,
 		Team: team.Options{
-			Chart:            chart,
-			ServerURL:        serverURL,
-			ControlPlanePool: f.controlPlanePool,
-			Persistence:      vclusters.Persistence{Ephemeral: f.ephemeral},
-			SyncRealNodes:    f.syncRealNodes,
+			Chart:                  chart,
+			ServerURL:              serverURL,
+			ServerURLUsesServiceIP: usesServiceIP,
+			PlatformValues:         platformValues,
+			ControlPlanePool:       f.controlPlanePool,
+			Persistence:            vclusters.Persistence{Ephemeral: f.ephemeral},
+			SyncRealNodes:          f.syncRealNodes,
 		},
 	})
 	if err != nil {
@@ -134,26 +156,45 @@ func chartSource(f *flags) (vclusters.ChartSource, error) {
 	return src, src.Validate()
 }
 
-// serverURLFunc turns --team-server-url into a function of the Team; the template
-// sees .Team (name), .Namespace and .Release.
-func serverURLFunc(text string) (func(*gpuvcv1.Team) string, error) {
+// serverURLFunc turns --team-server-url into a function of the Team and its
+// control-plane Service's ClusterIP; the template sees .Team (name), .Namespace,
+// .Release and .ServiceIP. usesServiceIP tells whether the URL depends on the IP.
+func serverURLFunc(text string) (url func(*gpuvcv1.Team, string) string, usesServiceIP bool, err error) {
 	if text == "" {
-		return nil, nil
+		return nil, false, nil
 	}
 	tmpl, err := template.New("team-server-url").Option("missingkey=error").Parse(text)
 	if err != nil {
-		return nil, fmt.Errorf("--team-server-url %q is not a valid template: %w", text, err)
+		return nil, false, fmt.Errorf("--team-server-url %q is not a valid template: %w", text, err)
 	}
-	data := func(t *gpuvcv1.Team) map[string]string {
-		return map[string]string{"Team": t.Name, "Namespace": gpuvcv1.HostNamespace(t.Name), "Release": team.ReleaseName(t)}
+	data := func(t *gpuvcv1.Team, ip string) map[string]string {
+		return map[string]string{"Team": t.Name, "Namespace": gpuvcv1.HostNamespace(t.Name), "Release": team.ReleaseName(t), "ServiceIP": ip}
 	}
-	var probe bytes.Buffer
-	if err := tmpl.Execute(&probe, data(&gpuvcv1.Team{})); err != nil {
-		return nil, fmt.Errorf("--team-server-url %q: %w (use .Team, .Namespace or .Release)", text, err)
+	// Two probes with different IPs tell whether the template uses .ServiceIP.
+	var probe, probeIP bytes.Buffer
+	if err := tmpl.Execute(&probe, data(&gpuvcv1.Team{}, "")); err != nil {
+		return nil, false, fmt.Errorf("--team-server-url %q: %w (use .Team, .Namespace, .Release or .ServiceIP)", text, err)
 	}
-	return func(t *gpuvcv1.Team) string {
+	_ = tmpl.Execute(&probeIP, data(&gpuvcv1.Team{}, "10.96.0.10"))
+	return func(t *gpuvcv1.Team, ip string) string {
 		var b bytes.Buffer
-		_ = tmpl.Execute(&b, data(t))
+		_ = tmpl.Execute(&b, data(t, ip))
 		return b.String()
-	}, nil
+	}, probe.String() != probeIP.String(), nil
+}
+
+// readValues reads the --vcluster-values file: a YAML object of chart values.
+func readValues(path string) (map[string]any, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--vcluster-values: %w", err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		return nil, fmt.Errorf("--vcluster-values %s: not a YAML object of chart values: %w", path, err)
+	}
+	return values, nil
 }

@@ -1,0 +1,64 @@
+package manager
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+)
+
+func TestServerURLTemplate(t *testing.T) {
+	team := &gpuvcv1.Team{}
+	team.Name = "fraud"
+	for name, tc := range map[string]struct {
+		text, ip, want string
+		usesIP         bool
+	}{
+		"per team host": {text: "https://{{.Team}}.vc.example.com", want: "https://fraud.vc.example.com"},
+		"service IP":    {text: "https://{{.ServiceIP}}:443", ip: "10.96.0.20", want: "https://10.96.0.20:443", usesIP: true},
+		"namespace":     {text: "https://{{.Release}}.{{.Namespace}}.svc", want: "https://fraud.team-fraud.svc"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			url, usesIP, err := serverURLFunc(tc.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := url(team, tc.ip); got != tc.want || usesIP != tc.usesIP {
+				t.Errorf("got %q (uses IP %v), want %q (%v)", got, usesIP, tc.want, tc.usesIP)
+			}
+		})
+	}
+	if _, _, err := serverURLFunc("https://{{.Cluster}}"); err == nil || !strings.Contains(err.Error(), ".ServiceIP") {
+		t.Errorf("unknown field: err = %v, want one listing the fields", err)
+	}
+}
+
+func TestReadValues(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte("controlPlane:\n  distro:\n    k8s:\n      image: {tag: v1.36.3}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readValues(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"controlPlane": map[string]any{"distro": map[string]any{"k8s": map[string]any{"image": map[string]any{"tag": "v1.36.3"}}}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("values (-want +got):\n%s", diff)
+	}
+	list := filepath.Join(dir, "list.yaml")
+	if err := os.WriteFile(list, []byte("- a\n- b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readValues(list); err == nil || !strings.Contains(err.Error(), "list.yaml") {
+		t.Errorf("a list: err = %v, want one naming the file", err)
+	}
+	if _, err := readValues(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "--vcluster-values") {
+		t.Errorf("missing file: err = %v, want one naming the flag", err)
+	}
+}
