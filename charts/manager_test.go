@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 // managerFlags are the flags `gpuvc manager` accepts; the chart must pass no other.
@@ -17,7 +18,7 @@ var managerFlags = []string{
 	"--leader-election-namespace", "--webhook-port", "--webhook-cert-dir",
 	"--vcluster-chart-repo", "--vcluster-chart-version", "--vcluster-chart-dir",
 	"--team-server-url", "--control-plane-pool", "--system-pool", "--reserve-image",
-	"--ephemeral-vclusters", "--sync-real-nodes", "--webhook-cert-secret",
+	"--ephemeral-vclusters", "--sync-real-nodes", "--webhook-cert-secret", "--vcluster-values",
 }
 
 const defaultImage = "ghcr.io/gpuvc/gpuvc:0.1.0"
@@ -53,6 +54,8 @@ func TestManagerArgs(t *testing.T) {
 			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage, "--ephemeral-vclusters"})},
 		"real nodes": {defaultImage, concat(common, leader, chart,
 			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage, "--sync-real-nodes"})},
+		"platform vCluster values": {defaultImage, concat(common, leader, chart,
+			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage, "--vcluster-values=/etc/gpuvc/vcluster-values.yaml"})},
 		"one replica without leader election": {defaultImage, concat(common, chart,
 			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage})},
 		"metrics off": {defaultImage, concat(common, leader, chart,
@@ -273,5 +276,43 @@ func TestRenderRefusesPortClash(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("values %s: error %v, want one containing %q", values, err, want)
 		}
+	}
+}
+
+// TestPlatformVClusterValues: vcluster.values reach the manager as the file
+// --vcluster-values names, from a ConfigMap, and changing them rolls the pods.
+func TestPlatformVClusterValues(t *testing.T) {
+	m := mustRender(t, valueSets["platform vCluster values"])
+	cm := get[corev1.ConfigMap](t, m, "ConfigMap", "gpuvc-vcluster-values")
+	var values map[string]any
+	if err := yaml.Unmarshal([]byte(cm.Data["vcluster-values.yaml"]), &values); err != nil {
+		t.Fatalf("vcluster-values.yaml: %v", err)
+	}
+	want := map[string]any{"controlPlane": map[string]any{"distro": map[string]any{"k8s": map[string]any{"image": map[string]any{"tag": "v1.36.3"}}}}}
+	if diff := cmp.Diff(want, values); diff != "" {
+		t.Errorf("values in the ConfigMap (-want +got):\n%s", diff)
+	}
+	d, c := managerContainer(t, m)
+	var mounted bool
+	for _, vm := range c.VolumeMounts {
+		if vm.MountPath == "/etc/gpuvc" {
+			mounted = vm.ReadOnly
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				if v.Name == vm.Name && (v.ConfigMap == nil || v.ConfigMap.Name != cm.Name) {
+					t.Errorf("volume %s is not the ConfigMap %s: %+v", v.Name, cm.Name, v.VolumeSource)
+				}
+			}
+		}
+	}
+	if !mounted {
+		t.Errorf("no read-only mount at /etc/gpuvc: %+v", c.VolumeMounts)
+	}
+	checksum := d.Spec.Template.Annotations["checksum/vcluster-values"]
+	d2, _ := managerContainer(t, mustRender(t, "vcluster: {values: {controlPlane: {distro: {k8s: {image: {tag: v1.36.4}}}}}}"))
+	if checksum == "" || checksum == d2.Spec.Template.Annotations["checksum/vcluster-values"] {
+		t.Errorf("checksum annotation %q does not follow the values", checksum)
+	}
+	if _, ok := get[appsv1.Deployment](t, mustRender(t, ""), "Deployment", "gpuvc-manager").Spec.Template.Annotations["checksum/vcluster-values"]; ok {
+		t.Error("checksum annotation without values")
 	}
 }

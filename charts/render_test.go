@@ -149,6 +149,10 @@ agent:
   devicePlugin: {enabled: true}`,
 	"real nodes": `
 vcluster: {syncRealNodes: true}`,
+	"platform vCluster values": `
+vcluster:
+  values:
+    controlPlane: {distro: {k8s: {image: {tag: v1.36.3}}}}`,
 	"one replica without leader election": `
 manager: {replicas: 1, leaderElection: {enabled: false}}`,
 	"custom images": `
@@ -282,6 +286,7 @@ func TestRenderedObjects(t *testing.T) {
 			[]string{ns("DaemonSet", "gpuvc-agent-a100")}),
 		"metrics off":     concat(core, leaderElection, pdb, certManager, agent),
 		"real nodes":      defaults,
+		"platform vCluster values": concat(defaults, []string{ns("ConfigMap", "gpuvc-vcluster-values")}),
 		"service monitor": concat(defaults, []string{ns("ServiceMonitor", "gpuvc-manager")}),
 	}
 	for name, want := range cases {
