@@ -7,9 +7,11 @@ import (
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/dev"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/install"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/manager"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/reserve"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/team"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/uninstall"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/version"
 )
 
@@ -36,6 +38,7 @@ func NewCommand(streams cli.Streams) *cobra.Command {
 		reserve.NewCommand(streams, globals),
 		manager.NewCommand(streams, globals),
 		team.NewCommand(streams, globals),
+		install.NewCommand(streams, globals), uninstall.NewCommand(streams, globals),
 	)
 	return cmd
 }
