@@ -46,14 +46,15 @@ type Options struct {
 	// overrides the version).
 	Chart vclusters.ChartSource
 	// ServerURL returns the https URL at which a team reaches its virtual cluster;
-	// serviceIP is the ClusterIP of the team's control-plane Service. Nil: the
-	// Service's in-cluster name, https://<release>.<namespace>.svc.
-	ServerURL func(t *gpuvcv1.Team, serviceIP string) string
-	// ServerURLUsesServiceIP says that ServerURL needs the Service's ClusterIP, which
-	// exists only once the release is installed. The release is then installed with
-	// the in-cluster name (vCluster puts its ClusterIP in its serving certificate
-	// itself) and the team's kubeconfig is pointed at ServerURL once the IP is known.
-	ServerURLUsesServiceIP bool
+	// svc is the team's control-plane Service, the zero Service when ServerURL does
+	// not use it. Nil: the Service's in-cluster name, https://<release>.<namespace>.svc.
+	ServerURL func(t *gpuvcv1.Team, svc ServiceAddress) string
+	// ServerURLUsesService says that ServerURL needs the Service's ClusterIP or node
+	// port, which exist only once the release is installed. The release is then
+	// installed with the in-cluster name (vCluster puts its ClusterIP, and node IPs
+	// for a NodePort Service, in its serving certificate itself) and the team's
+	// kubeconfig is pointed at ServerURL once the Service has them.
+	ServerURLUsesService bool
 	// PlatformValues are vCluster chart values every team's release gets (an image
 	// registry mirror, the distro image, resources...). A Team's own
 	// spec.vcluster.values are merged over them; gpuvc's fence paths are removed
@@ -174,13 +175,13 @@ func (r *Reconciler) provision(ctx context.Context, t *gpuvcv1.Team) (reconcile.
 // ensureKubeconfig copies vCluster's exported kubeconfig, pointed at the
 // team-reachable server, into the Secret members may read.
 func (r *Reconciler) ensureKubeconfig(ctx context.Context, t *gpuvcv1.Team, spec vclusters.Spec) (reconcile.Result, error) {
-	if r.opts.ServerURLUsesServiceIP {
-		ip, err := r.serviceIP(ctx, spec)
+	if r.opts.ServerURLUsesService {
+		svc, err := r.serviceAddress(ctx, spec)
 		if err != nil {
 			r.condition(t, gpuvcv1.ConditionKubeconfigReady, false, "KubeconfigPending", err.Error())
 			return reconcile.Result{RequeueAfter: r.opts.WaitInterval}, nil
 		}
-		spec.KubeconfigServer = r.opts.ServerURL(t, ip)
+		spec.KubeconfigServer = r.opts.ServerURL(t, svc)
 	}
 	kubeconfig, err := r.vclusters.Kubeconfig(ctx, spec)
 	if err != nil {

@@ -51,26 +51,41 @@ func (r *Reconciler) vclusterSpec(t *gpuvcv1.Team) vclusters.Spec {
 }
 
 // serverURL is the URL the release is installed with. A URL naming the Service's
-// ClusterIP cannot be known before the release exists: the in-cluster name stands
-// in (see Options.ServerURLUsesServiceIP).
+// address cannot be known before the release exists: the in-cluster name stands
+// in (see Options.ServerURLUsesService).
 func (r *Reconciler) serverURL(t *gpuvcv1.Team) string {
-	if r.opts.ServerURL != nil && !r.opts.ServerURLUsesServiceIP {
-		return r.opts.ServerURL(t, "")
+	if r.opts.ServerURL != nil && !r.opts.ServerURLUsesService {
+		return r.opts.ServerURL(t, ServiceAddress{})
 	}
 	return fmt.Sprintf("https://%s.%s.svc", ReleaseName(t), gpuvcv1.HostNamespace(t.Name))
 }
 
-// serviceIP returns the ClusterIP of the vCluster control plane's Service, which
-// vCluster's chart names after the release.
-func (r *Reconciler) serviceIP(ctx context.Context, spec vclusters.Spec) (string, error) {
+// ServiceAddress is where the vCluster control plane's Service answers.
+type ServiceAddress struct {
+	// ClusterIP of the Service.
+	ClusterIP string
+	// NodePort of its https port; 0 unless the Service is of type NodePort or
+	// LoadBalancer.
+	NodePort int32
+}
+
+// serviceAddress reads the vCluster control plane's Service, which vCluster's
+// chart names after the release.
+func (r *Reconciler) serviceAddress(ctx context.Context, spec vclusters.Spec) (ServiceAddress, error) {
 	svc := &corev1.Service{}
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: spec.Namespace, Name: spec.Name}, svc); err != nil {
-		return "", fmt.Errorf("waiting for the ClusterIP of Service %s/%s: %w", spec.Namespace, spec.Name, err)
+		return ServiceAddress{}, fmt.Errorf("waiting for Service %s/%s, whose address the team server URL names: %w", spec.Namespace, spec.Name, err)
 	}
-	if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
-		return ip, nil
+	addr := ServiceAddress{ClusterIP: svc.Spec.ClusterIP}
+	if addr.ClusterIP == "" || addr.ClusterIP == corev1.ClusterIPNone {
+		return ServiceAddress{}, fmt.Errorf("Service %s/%s has no ClusterIP (type %s), which the team server URL names", spec.Namespace, spec.Name, svc.Spec.Type)
 	}
-	return "", fmt.Errorf("Service %s/%s has no ClusterIP (type %s): the team server URL names .ServiceIP", spec.Namespace, spec.Name, svc.Spec.Type)
+	for _, p := range svc.Spec.Ports {
+		if p.Name == "https" || (addr.NodePort == 0 && p.NodePort != 0) {
+			addr.NodePort = p.NodePort
+		}
+	}
+	return addr, nil
 }
 
 // fenceValues are vcluster.yaml paths through which a Team's extra values could

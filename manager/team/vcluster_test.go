@@ -69,17 +69,17 @@ func TestPlatformValuesUnderTeamValuesWithoutFences(t *testing.T) {
 	}
 }
 
-func TestServerURLNamingTheServiceIPInstallsWithTheInClusterName(t *testing.T) {
+func TestServerURLNamingTheServiceInstallsWithTheInClusterName(t *testing.T) {
 	team := &gpuvcv1.Team{Spec: gpuvcv1.TeamSpec{Pool: "a100"}}
 	team.Name = "fraud"
 	r := NewReconciler(nil, nil, nil, Options{
-		ServerURL:              func(t *gpuvcv1.Team, ip string) string { return "https://" + ip },
-		ServerURLUsesServiceIP: true,
+		ServerURL:            func(t *gpuvcv1.Team, svc ServiceAddress) string { return "https://" + svc.ClusterIP },
+		ServerURLUsesService: true,
 	})
 	if got := r.vclusterSpec(team).KubeconfigServer; got != "https://fraud.team-fraud.svc" {
 		t.Errorf("KubeconfigServer = %q, want the in-cluster name until the ClusterIP exists", got)
 	}
-	r.opts.ServerURLUsesServiceIP = false
+	r.opts.ServerURLUsesService = false
 	if got := r.vclusterSpec(team).KubeconfigServer; got != "https://" {
 		t.Errorf("KubeconfigServer = %q, want the template's URL", got)
 	}

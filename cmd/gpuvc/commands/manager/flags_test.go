@@ -9,30 +9,33 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	teamrec "github.com/gpuvc/gpuvc/manager/team"
 )
 
 func TestServerURLTemplate(t *testing.T) {
 	team := &gpuvcv1.Team{}
 	team.Name = "fraud"
+	svc := teamrec.ServiceAddress{ClusterIP: "10.96.0.20", NodePort: 31443}
 	for name, tc := range map[string]struct {
-		text, ip, want string
-		usesIP         bool
+		text, want string
+		usesSvc    bool
 	}{
 		"per team host": {text: "https://{{.Team}}.vc.example.com", want: "https://fraud.vc.example.com"},
-		"service IP":    {text: "https://{{.ServiceIP}}:443", ip: "10.96.0.20", want: "https://10.96.0.20:443", usesIP: true},
+		"service IP":    {text: "https://{{.ServiceIP}}:443", want: "https://10.96.0.20:443", usesSvc: true},
+		"node port":     {text: "https://172.18.0.2:{{.NodePort}}", want: "https://172.18.0.2:31443", usesSvc: true},
 		"namespace":     {text: "https://{{.Release}}.{{.Namespace}}.svc", want: "https://fraud.team-fraud.svc"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			url, usesIP, err := serverURLFunc(tc.text)
+			url, usesSvc, err := serverURLFunc(tc.text)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := url(team, tc.ip); got != tc.want || usesIP != tc.usesIP {
-				t.Errorf("got %q (uses IP %v), want %q (%v)", got, usesIP, tc.want, tc.usesIP)
+			if got := url(team, svc); got != tc.want || usesSvc != tc.usesSvc {
+				t.Errorf("got %q (uses the Service %v), want %q (%v)", got, usesSvc, tc.want, tc.usesSvc)
 			}
 		})
 	}
-	if _, _, err := serverURLFunc("https://{{.Cluster}}"); err == nil || !strings.Contains(err.Error(), ".ServiceIP") {
+	if _, _, err := serverURLFunc("https://{{.Cluster}}"); err == nil || !strings.Contains(err.Error(), ".NodePort") {
 		t.Errorf("unknown field: err = %v, want one listing the fields", err)
 	}
 }

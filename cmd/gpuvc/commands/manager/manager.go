@@ -69,7 +69,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringVar(&f.chartVersion, "vcluster-chart-version", vclusters.DefaultChartVersion, "vCluster chart version")
 	fs.StringVar(&f.chartDir, "vcluster-chart-dir", "", "an unpacked vCluster chart to install instead of a published one")
 	fs.StringVar(&f.vclusterValues, "vcluster-values", "", "YAML file of vCluster chart values for every team (registry mirror, distro image, resources); a Team's spec.vcluster.values go over them, gpuvc's fences are kept")
-	fs.StringVar(&f.serverURL, "team-server-url", "", "Go template of the URL teams reach their vCluster at, e.g. https://{{.Team}}.vc.example.com or https://{{.ServiceIP}} where Service IPs route (fields .Team, .Namespace, .Release, .ServiceIP; default: the in-cluster Service URL)")
+	fs.StringVar(&f.serverURL, "team-server-url", "", "Go template of the URL teams reach their vCluster at, e.g. https://{{.Team}}.vc.example.com, https://{{.ServiceIP}} where Service IPs route, https://<node address>:{{.NodePort}} for NodePort Services (fields .Team, .Namespace, .Release, .ServiceIP, .NodePort; default: the in-cluster Service URL)")
 	fs.StringVar(&f.controlPlanePool, "control-plane-pool", "", "node pool of vCluster control planes (default: any untainted node)")
 	fs.StringVar(&f.systemPool, "system-pool", "system", "node pool the webhook pins vCluster control-plane pods to")
 	fs.StringVar(&f.reserveImage, "reserve-image", "ghcr.io/gpuvc/gpuvc:latest", `image of fractional-GPU reservation pods (gpuvc reserve); "" turns fractional sharing off`)
@@ -91,7 +91,7 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 	if err != nil {
 		return err
 	}
-	serverURL, usesServiceIP, err := serverURLFunc(f.serverURL)
+	serverURL, usesService, err := serverURLFunc(f.serverURL)
 	if err != nil {
 		return err
 	}
@@ -125,13 +125,13 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 		SystemPool:   f.systemPool,
 		ReserveImage: f.reserveImage,
 		Team: team.Options{
-			Chart:                  chart,
-			ServerURL:              serverURL,
-			ServerURLUsesServiceIP: usesServiceIP,
-			PlatformValues:         platformValues,
-			ControlPlanePool:       f.controlPlanePool,
-			Persistence:            vclusters.Persistence{Ephemeral: f.ephemeral},
-			SyncRealNodes:          f.syncRealNodes,
+			Chart:                chart,
+			ServerURL:            serverURL,
+			ServerURLUsesService: usesService,
+			PlatformValues:       platformValues,
+			ControlPlanePool:     f.controlPlanePool,
+			Persistence:          vclusters.Persistence{Ephemeral: f.ephemeral},
+			SyncRealNodes:        f.syncRealNodes,
 		},
 	})
 	if err != nil {
@@ -157,9 +157,10 @@ func chartSource(f *flags) (vclusters.ChartSource, error) {
 }
 
 // serverURLFunc turns --team-server-url into a function of the Team and its
-// control-plane Service's ClusterIP; the template sees .Team (name), .Namespace,
-// .Release and .ServiceIP. usesServiceIP tells whether the URL depends on the IP.
-func serverURLFunc(text string) (url func(*gpuvcv1.Team, string) string, usesServiceIP bool, err error) {
+// control-plane Service; the template sees .Team (name), .Namespace, .Release,
+// .ServiceIP and .NodePort. usesService tells whether the URL depends on the
+// Service.
+func serverURLFunc(text string) (url func(*gpuvcv1.Team, team.ServiceAddress) string, usesService bool, err error) {
 	if text == "" {
 		return nil, false, nil
 	}
@@ -167,20 +168,21 @@ func serverURLFunc(text string) (url func(*gpuvcv1.Team, string) string, usesSer
 	if err != nil {
 		return nil, false, fmt.Errorf("--team-server-url %q is not a valid template: %w", text, err)
 	}
-	data := func(t *gpuvcv1.Team, ip string) map[string]string {
-		return map[string]string{"Team": t.Name, "Namespace": gpuvcv1.HostNamespace(t.Name), "Release": team.ReleaseName(t), "ServiceIP": ip}
+	data := func(t *gpuvcv1.Team, svc team.ServiceAddress) map[string]any {
+		return map[string]any{"Team": t.Name, "Namespace": gpuvcv1.HostNamespace(t.Name), "Release": team.ReleaseName(t),
+			"ServiceIP": svc.ClusterIP, "NodePort": svc.NodePort}
 	}
-	// Two probes with different IPs tell whether the template uses .ServiceIP.
-	var probe, probeIP bytes.Buffer
-	if err := tmpl.Execute(&probe, data(&gpuvcv1.Team{}, "")); err != nil {
-		return nil, false, fmt.Errorf("--team-server-url %q: %w (use .Team, .Namespace, .Release or .ServiceIP)", text, err)
+	// Two probes with different Service addresses tell whether the template uses them.
+	var probe, probeSvc bytes.Buffer
+	if err := tmpl.Execute(&probe, data(&gpuvcv1.Team{}, team.ServiceAddress{})); err != nil {
+		return nil, false, fmt.Errorf("--team-server-url %q: %w (use .Team, .Namespace, .Release, .ServiceIP or .NodePort)", text, err)
 	}
-	_ = tmpl.Execute(&probeIP, data(&gpuvcv1.Team{}, "10.96.0.10"))
-	return func(t *gpuvcv1.Team, ip string) string {
+	_ = tmpl.Execute(&probeSvc, data(&gpuvcv1.Team{}, team.ServiceAddress{ClusterIP: "10.96.0.10", NodePort: 30443}))
+	return func(t *gpuvcv1.Team, svc team.ServiceAddress) string {
 		var b bytes.Buffer
-		_ = tmpl.Execute(&b, data(t, ip))
+		_ = tmpl.Execute(&b, data(t, svc))
 		return b.String()
-	}, probe.String() != probeIP.String(), nil
+	}, probe.String() != probeSvc.String(), nil
 }
 
 // readValues reads the --vcluster-values file: a YAML object of chart values.
