@@ -24,7 +24,7 @@ TEST_TIMEOUT ?= 40m
 
 IMAGE ?= ghcr.io/gpuvc/gpuvc:$(VERSION)
 
-.PHONY: help build image test test-unit e2e bench trial lint generate verify-generated binaries clean clean-cache
+.PHONY: help build image test test-unit e2e bench trial trial-down lint generate verify-generated binaries clean clean-cache
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -47,11 +47,13 @@ e2e: binaries ## End-to-end suites (local control plane; kind when a Docker engi
 bench: binaries ## Benchmarks: latency percentiles, throughput, GPUs held vs lower bound, RSS
 	$(GO) test -run '^$$' -bench . -benchmem -timeout $(TEST_TIMEOUT) ./...
 
-trial: ## Try gpuvc on a kind cluster with simulated GPU nodes (coming: see README)
-	@echo "make trial is not available yet: the kind trial lands with the charts/kind issue." >&2
-	@echo "Meanwhile: 'bin/gpuvc dev cluster up' starts a local control plane with simulated GPU nodes," >&2
-	@echo "and 'bin/gpuvc dev kind-config' prints a kind config with the GPU pools' labels and taints." >&2
-	@exit 2
+trial: build ## Try gpuvc on kind: simulated GPU nodes, gpuvc installed, two teams running GPU pods (needs a Docker engine; docs/trial.md)
+	@bin/gpuvc dev trial check
+	$(MAKE) --no-print-directory image
+	bin/gpuvc dev trial up --image $(IMAGE)
+
+trial-down: build ## Delete the kind trial cluster (succeeds if there is none)
+	bin/gpuvc dev trial down
 
 lint: ## gofmt and go vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -52,10 +52,28 @@ type GPUs struct {
 	Count     int    // physical GPUs on the node
 	MemoryMiB int    // memory of one GPU
 	// MIG maps a MIG profile (e.g. "1g.10gb") to the number of such devices on the
-	// node. When set, every GPU is in MIG mode and no whole nvidia.com/gpu is
-	// advertised (mixed strategy).
+	// node. When set, the GPUs in MIG mode (MIGGPUs) advertise MIG devices only
+	// (mixed strategy).
 	MIG map[string]int
+	// MIGGPUs is how many of the Count GPUs are in MIG mode when MIG is set; 0
+	// means all of them. The others are advertised as whole nvidia.com/gpu, so a
+	// node can offer both (mixed strategy).
+	MIGGPUs int
 }
+
+// MIGModeGPUs is the number of GPUs in MIG mode.
+func (g GPUs) MIGModeGPUs() int {
+	switch {
+	case len(g.MIG) == 0:
+		return 0
+	case g.MIGGPUs == 0:
+		return g.Count
+	}
+	return g.MIGGPUs
+}
+
+// WholeGPUs is the number of GPUs advertised as nvidia.com/gpu.
+func (g GPUs) WholeGPUs() int { return g.Count - g.MIGModeGPUs() }
 
 // Labels returns the node's labels: pool, GFD-style GPU facts and OS/arch.
 func (p Pool) Labels(n Node) map[string]string {
@@ -105,9 +123,8 @@ func (n Node) Capacity() map[string]string {
 	if n.GPU == nil {
 		return c
 	}
-	if len(n.GPU.MIG) == 0 {
-		c[ResourceGPU] = strconv.Itoa(n.GPU.Count)
-		return c
+	if whole := n.GPU.WholeGPUs(); whole > 0 {
+		c[ResourceGPU] = strconv.Itoa(whole)
 	}
 	for profile, count := range n.GPU.MIG {
 		c[MIGResource(profile)] = strconv.Itoa(count)
@@ -133,8 +150,14 @@ func Validate(pools []Pool) error {
 				return fmt.Errorf("node %q appears in pools %q and %q: node names must be unique", n.Name, other, p.Name)
 			}
 			seen[n.Name] = p.Name
-			if n.GPU != nil && n.GPU.Count <= 0 {
+			if n.GPU == nil {
+				continue
+			}
+			if n.GPU.Count <= 0 {
 				return fmt.Errorf("node %q in pool %q: GPU count %d must be positive", n.Name, p.Name, n.GPU.Count)
+			}
+			if m := n.GPU.MIGGPUs; m < 0 || m > n.GPU.Count || (m > 0 && len(n.GPU.MIG) == 0) {
+				return fmt.Errorf("node %q in pool %q: %d GPUs in MIG mode: want 0 (all, when MIG is set) to %d, and MIG devices for them", n.Name, p.Name, m, n.GPU.Count)
 			}
 		}
 	}

@@ -1,11 +1,12 @@
-// Package trial prepares the kind trial: a kind cluster whose workers are labelled
-// and tainted like gpuvc's simulated GPU pools (kind/nodepool).
+// Package trial is the kind trial of gpuvc: a kind cluster whose workers are
+// labelled, tainted and named like gpuvc's simulated GPU pools (kind/nodepool),
+// gpuvc installed from its chart with simulated GPUs served to the kubelets, two
+// teams and GPU pods in their virtual clusters. kind is used as a Go library;
+// every step needs a Docker engine, and Start and Up refuse at once without one.
 package trial
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
@@ -14,12 +15,13 @@ import (
 )
 
 // ClusterConfig returns the kind cluster of the trial: one control-plane node and a
-// worker per node of the pools, carrying the pool's labels (pool, GFD-style GPU
-// facts, simulated) and, for GPU pools, the pool's NoSchedule taint. GPU capacity is
-// not part of it: the simulated device plugin (gpuvc agent --simulate
-// --device-plugin) advertises it once the chart runs on the workers.
+// worker per node of the pools, registered under the node's name, carrying the
+// pool's labels (pool, GFD-style GPU facts as the simulated agent publishes them,
+// simulated) and, for GPU pools, the pool's NoSchedule taint. GPU capacity is not
+// part of it: the simulated device plugin (gpuvc agent --simulate --device-plugin)
+// advertises it once the chart runs on the workers.
 func ClusterConfig(pools []nodepool.Pool) (*v1alpha4.Cluster, error) {
-	if err := nodepool.Validate(pools); err != nil {
+	if err := checkPools(pools); err != nil {
 		return nil, err
 	}
 	cfg := &v1alpha4.Cluster{
@@ -28,44 +30,38 @@ func ClusterConfig(pools []nodepool.Pool) (*v1alpha4.Cluster, error) {
 	}
 	for _, p := range pools {
 		for _, n := range p.Nodes {
-			worker := v1alpha4.Node{Role: v1alpha4.WorkerRole, Labels: kindLabels(p.Labels(n))}
-			if taints := p.Taints(); len(taints) > 0 {
-				patch, err := joinTaintsPatch(taints)
-				if err != nil {
-					return nil, fmt.Errorf("node %s of pool %s: %w", n.Name, p.Name, err)
-				}
-				worker.KubeadmConfigPatches = []string{patch}
+			labels, err := nodeLabels(p, n)
+			if err != nil {
+				return nil, err
 			}
-			cfg.Nodes = append(cfg.Nodes, worker)
+			patch, err := joinPatch(n.Name, p.Taints())
+			if err != nil {
+				return nil, fmt.Errorf("node %s of pool %s: %w", n.Name, p.Name, err)
+			}
+			cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{
+				Role: v1alpha4.WorkerRole, Labels: labels, KubeadmConfigPatches: []string{patch},
+			})
 		}
 	}
 	return cfg, nil
 }
 
-// kindLabels drops the kubernetes.io/ labels the kubelet sets itself (and
-// NodeRestriction forbids it to set from flags).
-func kindLabels(l map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range l {
-		if !strings.Contains(k, "kubernetes.io/") {
-			out[k] = v
+// joinPatch is the kubeadm JoinConfiguration patch that registers a worker under
+// the pool node's name (kubeadm then runs the kubelet with --hostname-override;
+// kind names containers <cluster>-worker, -worker2, ...) and with the pool's taints
+// (kind's node type has labels but no taints). kind merges it (JSON merge patch)
+// into the JoinConfiguration of whichever kubeadm API version it generates, since
+// the patch names no apiVersion.
+func joinPatch(name string, taints []nodepool.Taint) (string, error) {
+	reg := map[string]any{"name": name}
+	if len(taints) > 0 {
+		list := make([]map[string]string, 0, len(taints))
+		for _, t := range taints {
+			list = append(list, map[string]string{"key": t.Key, "value": t.Value, "effect": t.Effect})
 		}
+		reg["taints"] = list
 	}
-	return out
-}
-
-// joinTaintsPatch is the kubeadm JoinConfiguration patch that registers a worker
-// with taints (kind's node type has labels but no taints).
-func joinTaintsPatch(taints []nodepool.Taint) (string, error) {
-	var list []map[string]string
-	for _, t := range taints {
-		list = append(list, map[string]string{"key": t.Key, "value": t.Value, "effect": t.Effect})
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i]["key"] < list[j]["key"] })
-	b, err := yaml.Marshal(map[string]any{
-		"kind":             "JoinConfiguration",
-		"nodeRegistration": map[string]any{"taints": list},
-	})
+	b, err := yaml.Marshal(map[string]any{"kind": "JoinConfiguration", "nodeRegistration": reg})
 	return string(b), err
 }
 

@@ -70,6 +70,7 @@ func TestKindConfigPrintsAClusterConfig(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "kind: Cluster")
 	require.Contains(t, out, "apiVersion: kind.x-k8s.io/v1alpha4")
-	require.Equal(t, 4, strings.Count(out, "role: worker"))
+	require.Equal(t, 3, strings.Count(out, "role: worker"))
 	require.Contains(t, out, "gpuvc.dev/pool: h100")
+	require.Contains(t, out, "name: a100-0")
 }

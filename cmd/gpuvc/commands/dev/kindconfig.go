@@ -4,20 +4,20 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
-	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/kind/trial"
 )
 
 func newKindConfigCommand(streams cli.Streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "kind-config",
-		Short: "Print a kind cluster config whose workers are labelled and tainted like gpuvc's simulated GPU pools",
-		Long: "Print a kind cluster config whose workers are labelled and tainted like gpuvc's simulated\n" +
-			"GPU pools (system, a100 with a MIG node, h100). GPU capacity comes from the simulated device\n" +
-			"plugin once gpuvc's chart runs there. Use it with: kind create cluster --config FILE",
+		Short: "Print the kind trial's cluster config: workers labelled, tainted and named like gpuvc's simulated GPU pools",
+		Long: "Print the kind cluster config of the trial (`gpuvc dev trial up` creates it through kind's Go\n" +
+			"library): workers labelled, tainted and named like the trial's pools (system-0, a100-0 with\n" +
+			"whole and MIG GPUs, h100-0). GPU capacity comes from the simulated device plugin once gpuvc's\n" +
+			"chart runs there (agent.simulate, agent.devicePlugin). Use it with: kind create cluster --config FILE",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			cfg, err := trial.ClusterConfig(nodepool.Default())
+			cfg, err := trial.ClusterConfig(trial.Pools())
 			if err != nil {
 				return err
 			}
