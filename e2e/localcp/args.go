@@ -2,6 +2,7 @@ package localcp
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
 )
@@ -34,15 +35,24 @@ func etcdArgs(dir string, clientPort, peerPort int) []string {
 	}
 }
 
-func apiServerArgs(p *PKI, etcdPort, port int) []string {
-	return []string{
+// apiServerArgs are kube-apiserver's flags. With a nodeIP the API server serves pods
+// on a real worker node: it listens on every address, advertises nodeIP as the
+// `kubernetes` Service's endpoint (kept by the lease reconciler) and presents a
+// client certificate to kubelets, so logs, exec and port-forward work.
+func apiServerArgs(p *PKI, etcdPort, port int, nodeIP net.IP) []string {
+	bind, advertise := "127.0.0.1", "127.0.0.1"
+	// The default reconciler keeps rewriting the kubernetes Endpoints for a
+	// loopback advertise address and complains every 10 s.
+	reconciler := "none"
+	if nodeIP != nil {
+		bind, advertise, reconciler = "0.0.0.0", nodeIP.String(), "lease"
+	}
+	args := []string{
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", etcdPort),
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + bind,
+		"--advertise-address=" + advertise,
 		"--secure-port=" + strconv.Itoa(port),
-		// The default reconciler keeps rewriting the kubernetes Endpoints for a
-		// loopback advertise address and complains every 10 s.
-		"--endpoint-reconciler-type=none",
+		"--endpoint-reconciler-type=" + reconciler,
 		"--tls-cert-file=" + p.Path("apiserver.crt"),
 		"--tls-private-key-file=" + p.Path("apiserver.key"),
 		"--client-ca-file=" + p.Path("ca.crt"),
@@ -64,6 +74,16 @@ func apiServerArgs(p *PKI, etcdPort, port int) []string {
 		"--proxy-client-key-file=" + p.Path("front-proxy-client.key"),
 		"--profiling=false",
 	}
+	if nodeIP != nil {
+		args = append(args,
+			// By default the API server dials a kubelet by host name first, which
+			// would be a DNS query leaving this machine.
+			"--kubelet-preferred-address-types=InternalIP",
+			"--kubelet-client-certificate="+p.Path(kubeletClientCert+".crt"),
+			"--kubelet-client-key="+p.Path(kubeletClientCert+".key"),
+		)
+	}
+	return args
 }
 
 func controllerManagerArgs(cp *ControlPlane, port int) []string {

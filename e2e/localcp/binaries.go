@@ -12,8 +12,10 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Versions of the components the local control plane runs.
@@ -35,16 +37,25 @@ type Binaries struct {
 
 // toolBuild describes how one wrapper module under tools/ is built.
 type toolBuild struct {
-	name     string // folder under tools/ and cache key prefix
+	name     string // cache key prefix; also the folder under tools/ unless module is set
+	module   string // folder under tools/ holding the wrapper module, if not name
 	version  string
 	packages []string // import paths; each becomes a binary named after its last element
 	ldflags  string
+	env      []string // extra environment for go build, e.g. CGO_ENABLED=0
+	tags     []string // build tags
 }
 
+// moduleDir is the folder under tools/ holding the build's wrapper module.
+func (tb toolBuild) moduleDir() string {
+	if tb.module != "" {
+		return tb.module
+	}
+	return tb.name
+}
+
+// toolBuilds are the builds of the control plane's binaries.
 func toolBuilds() []toolBuild {
-	k8sVersion := strings.TrimPrefix(KubernetesVersion, "v")
-	major, minor, _ := strings.Cut(k8sVersion, ".")
-	minor, _, _ = strings.Cut(minor, ".")
 	return []toolBuild{
 		{
 			name:     "etcd",
@@ -61,13 +72,7 @@ func toolBuilds() []toolBuild {
 				"k8s.io/kubernetes/cmd/kube-scheduler",
 				"k8s.io/kubernetes/cmd/kubectl",
 			},
-			// Without the version stamp the server reports v0.0.0 and version-gated
-			// clients misbehave.
-			ldflags: "-s -w" +
-				" -X k8s.io/component-base/version.gitVersion=" + KubernetesVersion +
-				" -X k8s.io/component-base/version.gitMajor=" + major +
-				" -X k8s.io/component-base/version.gitMinor=" + minor +
-				" -X k8s.io/component-base/version.gitTreeState=clean",
+			ldflags: kubernetesLDFlags(),
 		},
 		{
 			name:     "kwok",
@@ -76,6 +81,19 @@ func toolBuilds() []toolBuild {
 			ldflags:  "-s -w",
 		},
 	}
+}
+
+// kubernetesLDFlags stamp the Kubernetes version into its binaries. Without it the
+// server reports v0.0.0 and version-gated clients misbehave.
+func kubernetesLDFlags() string {
+	k8sVersion := strings.TrimPrefix(KubernetesVersion, "v")
+	major, minor, _ := strings.Cut(k8sVersion, ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	return "-s -w" +
+		" -X k8s.io/component-base/version.gitVersion=" + KubernetesVersion +
+		" -X k8s.io/component-base/version.gitMajor=" + major +
+		" -X k8s.io/component-base/version.gitMinor=" + minor +
+		" -X k8s.io/component-base/version.gitTreeState=clean"
 }
 
 // CacheDir is where built binaries are kept: $GPUVC_CACHE_DIR, else
@@ -109,13 +127,9 @@ func ToolsDir() string {
 // cached yet. Builds are serialised by a file lock so parallel test packages build
 // once; a cache hit only stats files. Build output goes to log.
 func EnsureBinaries(ctx context.Context, log io.Writer) (*Binaries, error) {
-	dirs := map[string]string{}
-	for _, tb := range toolBuilds() {
-		dir, err := ensureTool(ctx, tb, log)
-		if err != nil {
-			return nil, err
-		}
-		dirs[tb.name] = dir
+	dirs, err := ensureTools(ctx, toolBuilds(), log)
+	if err != nil {
+		return nil, err
 	}
 	return &Binaries{
 		Etcd:              filepath.Join(dirs["etcd"], exeName("go.etcd.io/etcd/server/v3")),
@@ -128,8 +142,8 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (*Binaries, error) {
 }
 
 // cacheKey names a build by tool, version and a hash of everything that shapes the
-// binaries (wrapper go.mod/go.sum, packages, flags, Go version), so a changed recipe
-// never reuses a stale build.
+// binaries (wrapper go.mod/go.sum and its folder, packages, flags, environment, tags,
+// Go version), so a changed recipe never reuses a stale build.
 func cacheKey(tb toolBuild, modDir string) (string, error) {
 	h := sha256.New()
 	for _, f := range []string{"go.mod", "go.sum"} {
@@ -140,11 +154,30 @@ func cacheKey(tb toolBuild, modDir string) (string, error) {
 		h.Write(b)
 	}
 	fmt.Fprintf(h, "%v|%s|%s", tb.packages, tb.ldflags, runtime.Version())
+	// Only builds that use them hash these, so the keys of plain builds (and their
+	// cached binaries, minutes of work) stay what they were.
+	if tb.moduleDir() != tb.name || len(tb.env) > 0 || len(tb.tags) > 0 {
+		tags := slices.Clone(tb.tags)
+		slices.Sort(tags)
+		fmt.Fprintf(h, "|module=%s|env=%q|tags=%q", tb.moduleDir(), tb.env, tags)
+	}
 	return fmt.Sprintf("%s-%s-%s", tb.name, tb.version, hex.EncodeToString(h.Sum(nil))[:12]), nil
 }
 
+// goBuildArgs are the arguments of the go command that builds tb into dir.
+func goBuildArgs(tb toolBuild, dir string) []string {
+	args := []string{"build", "-trimpath"}
+	if len(tb.tags) > 0 {
+		args = append(args, "-tags", strings.Join(tb.tags, ","))
+	}
+	args = append(args, "-ldflags", tb.ldflags, "-o", dir+string(filepath.Separator))
+	return append(args, tb.packages...)
+}
+
+// ensureTool returns the cache folder holding tb's binaries, building them first
+// unless they are cached.
 func ensureTool(ctx context.Context, tb toolBuild, log io.Writer) (string, error) {
-	modDir := filepath.Join(ToolsDir(), tb.name)
+	modDir := filepath.Join(ToolsDir(), tb.moduleDir())
 	key, err := cacheKey(tb, modDir)
 	if err != nil {
 		return "", err
@@ -170,14 +203,16 @@ func ensureTool(ctx context.Context, tb toolBuild, log io.Writer) (string, error
 		return "", err
 	}
 	fmt.Fprintf(log, "localcp: building %s %s into %s (first run only; minutes)\n", tb.name, tb.version, dest)
-	args := append([]string{"build", "-trimpath", "-ldflags", tb.ldflags, "-o", tmp + string(filepath.Separator)}, tb.packages...)
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := exec.CommandContext(ctx, "go", goBuildArgs(tb, tmp)...)
 	cmd.Dir = modDir
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false", "GOWORK=off")
+	// Later entries win: tb.env overrides the caller's environment.
+	cmd.Env = append(append(os.Environ(), "GOFLAGS=-buildvcs=false", "GOWORK=off"), tb.env...)
+	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building %s %s in %s: %w", tb.name, tb.version, modDir, err)
 	}
+	fmt.Fprintf(log, "localcp: built %s %s in %s%s\n", tb.name, tb.version, time.Since(start).Round(time.Second), peakRSS(cmd.ProcessState))
 	if err := os.RemoveAll(dest); err != nil {
 		return "", err
 	}
@@ -194,6 +229,15 @@ func complete(dir string, tb toolBuild) bool {
 		}
 	}
 	return true
+}
+
+// peakRSS describes the largest resident set of a finished build (the go command
+// or, as the kernel reports it, the largest of its waited-for children: compile, link).
+func peakRSS(ps *os.ProcessState) string {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 0 {
+		return fmt.Sprintf(" (peak RSS %d MiB)", ru.Maxrss/1024) // Linux reports KiB
+	}
+	return ""
 }
 
 func lockFile(path string) (func(), error) {

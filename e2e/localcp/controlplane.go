@@ -44,6 +44,12 @@ type Options struct {
 	Pools []nodepool.Pool
 	// ExtraSANs are added to the API server's serving certificate.
 	ExtraSANs []net.IP
+	// NodeIP makes the API server reachable from pods on a real worker node (package
+	// localnode) whose node address it is: kube-apiserver then listens on every
+	// address, advertises NodeIP as the `kubernetes` Service's endpoint, carries it in
+	// its serving certificate and authenticates to kubelets with a client certificate
+	// (kubectl logs/exec). Nil keeps everything on loopback.
+	NodeIP net.IP
 	// ExtraAPIServerArgs are appended to kube-apiserver's flags.
 	ExtraAPIServerArgs []string
 	// Detached lets the processes outlive this program (a developer's cluster).
@@ -110,11 +116,30 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	etcdPort, peerPort, apiPort, kwokPort := ports[0], ports[1], ports[2], ports[5]
 	cp.kcmPort, cp.schedPort = ports[3], ports[4]
+	if opts.NodeIP != nil {
+		// Pods reach the API server at its endpoint's port once kube-proxy has
+		// translated the Service address, and NetworkPolicies (gpuvc's for vCluster
+		// control planes among them) allow the API server's usual port, as on
+		// kubeadm clusters.
+		if apiPort, err = portFree(nodeAPIPort); err != nil {
+			return nil, err
+		}
+	}
 	cp.Server = "https://127.0.0.1:" + strconv.Itoa(apiPort)
 
 	ips := append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)}, opts.ExtraSANs...)
+	if opts.NodeIP != nil {
+		ips = append(ips, opts.NodeIP)
+	}
 	if cp.PKI, err = newPKI(filepath.Join(cp.Dir, "pki"), ips, apiServerNames); err != nil {
 		return nil, fmt.Errorf("generating PKI: %w", err)
+	}
+	if opts.NodeIP != nil {
+		// As kubeadm's apiserver-kubelet-client: a group the default RBAC lets use
+		// every kubelet API (the kubelets authorize through a webhook).
+		if err := cp.PKI.WriteClientCert(kubeletClientCert, kubeletClientCert, "system:masters"); err != nil {
+			return nil, err
+		}
 	}
 	cp.Kubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
 	for user, path := range map[string]string{
@@ -154,7 +179,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := cp.waitHTTP(ctx, Etcd, fmt.Sprintf("http://127.0.0.1:%d/health", etcdPort)); err != nil {
 		return nil, err
 	}
-	apiArgs := append(apiServerArgs(cp.PKI, etcdPort, apiPort), opts.ExtraAPIServerArgs...)
+	apiArgs := append(apiServerArgs(cp.PKI, etcdPort, apiPort, opts.NodeIP), opts.ExtraAPIServerArgs...)
 	if err := start(APIServer, cp.Binaries.APIServer, apiArgs); err != nil {
 		return nil, err
 	}
@@ -196,6 +221,15 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	fmt.Fprintf(log, "localcp: ready at %s in %v (kubeconfig %s)\n", cp.Server, time.Since(began).Round(10*time.Millisecond), cp.Kubeconfig)
 	return cp, nil
 }
+
+// ServiceCIDR is the range ClusterIPs are taken from; ServiceIP is the `kubernetes`
+// Service's ClusterIP; PodCIDR is the controller manager's cluster CIDR, which a real
+// worker node's pod network must lie in.
+const (
+	ServiceCIDR = serviceCIDR
+	ServiceIP   = serviceIP
+	PodCIDR     = podCIDR
+)
 
 func (cp *ControlPlane) kubeconfigPath(c Component) string {
 	return filepath.Join(cp.Dir, string(c)+".kubeconfig")

@@ -19,9 +19,13 @@ func writeKubeconfig(p *PKI, server, user, path string) error {
 	if err != nil {
 		return err
 	}
+	return writeKubeconfigData(p.CA.certPEM, server, user, cert, key, path)
+}
+
+func writeKubeconfigData(caPEM []byte, server, user string, cert, key []byte, path string) error {
 	const name = "gpuvc-localcp"
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: p.CA.certPEM}
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user}
 	cfg.CurrentContext = name
@@ -29,4 +33,16 @@ func writeKubeconfig(p *PKI, server, user, path string) error {
 		return err
 	}
 	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// WriteKubeconfig writes a standalone kubeconfig at path for a new client
+// certificate (commonName in the groups orgs, signed by the cluster CA) that talks to
+// the API server at cp.Server: the credentials of a kubelet, kube-proxy or any other
+// component run next to the control plane.
+func (cp *ControlPlane) WriteKubeconfig(path, commonName string, orgs ...string) error {
+	cert, key, err := cp.PKI.ClientCert(commonName, orgs...)
+	if err != nil {
+		return err
+	}
+	return writeKubeconfigData(cp.PKI.CA.certPEM, cp.Server, commonName, cert, key, path)
 }

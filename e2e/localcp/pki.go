@@ -187,3 +187,33 @@ func newPKI(dir string, apiServerIPs []net.IP, apiServerNames []string) (*PKI, e
 
 // Path returns the path of a file in the PKI folder, e.g. Path("ca.crt").
 func (p *PKI) Path(name string) string { return filepath.Join(p.Dir, name) }
+
+// kubeletClientCert is the file name (and common name) of the certificate the API
+// server presents to kubelets when a real worker node is served.
+const kubeletClientCert = "apiserver-kubelet-client"
+
+// CACert returns the cluster CA certificate, PEM-encoded; kubelets trust client
+// certificates it signed.
+func (p *PKI) CACert() []byte { return p.CA.certPEM }
+
+// ClientCert signs a new client certificate for commonName in the groups orgs with
+// the cluster CA, e.g. ("system:node:worker-1", "system:nodes") for a kubelet or
+// ("system:kube-proxy") for kube-proxy. It returns the certificate and its key,
+// PEM-encoded.
+func (p *PKI) ClientCert(commonName string, orgs ...string) (certPEM, keyPEM []byte, err error) {
+	kp, err := p.CA.sign(certSpec{commonName: commonName, orgs: orgs})
+	if err != nil {
+		return nil, nil, fmt.Errorf("signing a client certificate for %s: %w", commonName, err)
+	}
+	return kp.certPEM, kp.keyPEM, nil
+}
+
+// WriteClientCert signs a client certificate as ClientCert does and stores it as
+// <Dir>/<name>.crt and <Dir>/<name>.key.
+func (p *PKI) WriteClientCert(name, commonName string, orgs ...string) error {
+	kp, err := p.CA.sign(certSpec{commonName: commonName, orgs: orgs})
+	if err != nil {
+		return fmt.Errorf("signing the %s certificate: %w", name, err)
+	}
+	return kp.write(p.Dir, name)
+}

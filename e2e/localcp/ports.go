@@ -26,3 +26,17 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// nodeAPIPort is the API server's port when pods on a real node reach it: the one
+// kubeadm clusters use.
+const nodeAPIPort = 6443
+
+// portFree returns port if nothing listens on it on any address.
+func portFree(port int) (int, error) {
+	l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+	if err != nil {
+		return 0, fmt.Errorf("the API server of a control plane with a real node listens on port %d, which is taken (another such control plane, or kind?): %w", port, err)
+	}
+	l.Close()
+	return port, nil
+}

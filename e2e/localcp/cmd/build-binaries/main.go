@@ -1,5 +1,6 @@
-// Command build-binaries builds (once) and caches the local control plane's
-// binaries, printing their paths; `make binaries` runs it so a test run shows build
+// Command build-binaries builds (once) and caches the binaries the tests run — the
+// local control plane's, a real worker node's and those of vCluster's control-plane
+// images — printing their paths; `make binaries` runs it so a test run shows build
 // progress instead of a silent first test.
 package main
 
@@ -12,12 +13,31 @@ import (
 )
 
 func main() {
-	b, err := localcp.EnsureBinaries(context.Background(), os.Stderr)
+	ctx := context.Background()
+	b, err := localcp.EnsureBinaries(ctx, os.Stderr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+		fail(err)
 	}
-	for _, p := range []string{b.Etcd, b.APIServer, b.ControllerManager, b.Scheduler, b.Kubectl, b.Kwok} {
+	printPaths(b.Etcd, b.APIServer, b.ControllerManager, b.Scheduler, b.Kubectl, b.Kwok)
+	n, err := localcp.EnsureNodeBinaries(ctx, os.Stderr)
+	if err != nil {
+		fail(err)
+	}
+	printPaths(n.Kubelet, n.KubeProxy, n.Containerd, n.ContainerdShim, n.Ctr, n.KubeRouter)
+	i, err := localcp.EnsureImageBinaries(ctx, os.Stderr)
+	if err != nil {
+		fail(err)
+	}
+	printPaths(i.VCluster, i.Kine, i.CoreDNS)
+}
+
+func printPaths(paths ...string) {
+	for _, p := range paths {
 		fmt.Println(p)
 	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "error:", err)
+	os.Exit(1)
 }
