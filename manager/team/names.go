@@ -11,6 +11,7 @@ const (
 	LimitRangeName         = "gpuvc-limits"
 	NetworkPolicyName      = "gpuvc-default-deny"
 	ControlPlanePolicyName = "gpuvc-allow-vcluster"
+	ReservationPolicyName  = "gpuvc-allow-reservations"
 	MemberRoleName         = "gpuvc-team-member"
 	KubeconfigSecretName   = "gpuvc-kubeconfig"
 	// ReserveServiceAccount runs reservation pods: it may read and annotate pods of

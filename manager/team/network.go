@@ -8,6 +8,7 @@ import (
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/syncer"
 )
 
 // Ports of the vCluster control plane: it serves the team's API on 8443 and talks to
@@ -73,6 +74,27 @@ func desiredControlPlanePolicy(t *gpuvcv1.Team) *networkingv1ac.NetworkPolicyApp
 			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(controlPlaneSelector(t))).
 			WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
 			WithIngress(networkingv1ac.NetworkPolicyIngressRule().WithPorts(port(corev1.ProtocolTCP, vclusterAPIPort))).
+			WithEgress(apiEgress))
+}
+
+// desiredReservationPolicy lets reservation pods (`gpuvc reserve`) reach the host
+// API server, where they record the GPU they hold on themselves; the default deny
+// would refuse them. Only gpuvc's share controller can create pods with the
+// reservation role (the webhook strips gpuvc.dev/ labels tenants write), so this
+// opens nothing to team workloads.
+func desiredReservationPolicy(t *gpuvcv1.Team) *networkingv1ac.NetworkPolicyApplyConfiguration {
+	if !defaultDeny(t) {
+		return nil
+	}
+	apiEgress := networkingv1ac.NetworkPolicyEgressRule()
+	for _, p := range hostAPIPorts {
+		apiEgress.WithPorts(port(corev1.ProtocolTCP, p))
+	}
+	return networkingv1ac.NetworkPolicy(ReservationPolicyName, gpuvcv1.HostNamespace(t.Name)).
+		WithLabels(teamLabels(t)).
+		WithSpec(networkingv1ac.NetworkPolicySpec().
+			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{syncer.LabelRole: syncer.RoleReservation})).
+			WithPolicyTypes(networkingv1.PolicyTypeEgress).
 			WithEgress(apiEgress))
 }
 

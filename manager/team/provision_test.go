@@ -66,6 +66,11 @@ func TestCreateProvisionsEveryHostObjectAndTheVCluster(t *testing.T) {
 	require.Empty(t, deny.Spec.PodSelector.MatchLabels, "default deny selects every pod")
 	require.Contains(t, egressCIDRs(deny), "10.20.0.0/16")
 	get(ctx, t, inNS(hostNS, team.ControlPlanePolicyName), &networkingv1.NetworkPolicy{}, nil)
+	// Reservation pods record their GPU through the API server: only they get its ports.
+	reservations := &networkingv1.NetworkPolicy{}
+	get(ctx, t, inNS(hostNS, team.ReservationPolicyName), reservations, nil)
+	require.Equal(t, map[string]string{"gpuvc.dev/role": "reservation"}, reservations.Spec.PodSelector.MatchLabels)
+	require.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, reservations.Spec.PolicyTypes)
 
 	binding := &rbacv1.RoleBinding{}
 	get(ctx, t, inNS(hostNS, team.MemberRoleName), binding, nil)

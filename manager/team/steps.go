@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -55,15 +56,19 @@ func (r *Reconciler) ensureLimitRange(ctx context.Context, t *gpuvcv1.Team) erro
 
 func (r *Reconciler) ensureNetworkPolicies(ctx context.Context, t *gpuvcv1.Team) error {
 	if p := desiredNetworkPolicy(t); p != nil {
-		if err := r.apply(ctx, p.WithOwnerReferences(ownerRef(t))); err != nil {
+		for _, p := range []*networkingv1ac.NetworkPolicyApplyConfiguration{p, desiredControlPlanePolicy(t), desiredReservationPolicy(t)} {
+			if err := r.apply(ctx, p.WithOwnerReferences(ownerRef(t))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, name := range []string{NetworkPolicyName, ControlPlanePolicyName, ReservationPolicyName} {
+		if err := r.deleteIfExists(ctx, &networkingv1.NetworkPolicy{ObjectMeta: meta(t, name)}); err != nil {
 			return err
 		}
-		return r.apply(ctx, desiredControlPlanePolicy(t).WithOwnerReferences(ownerRef(t)))
 	}
-	if err := r.deleteIfExists(ctx, &networkingv1.NetworkPolicy{ObjectMeta: meta(t, NetworkPolicyName)}); err != nil {
-		return err
-	}
-	return r.deleteIfExists(ctx, &networkingv1.NetworkPolicy{ObjectMeta: meta(t, ControlPlanePolicyName)})
+	return nil
 }
 
 func (r *Reconciler) ensureRBAC(ctx context.Context, t *gpuvcv1.Team) error {
