@@ -11,7 +11,7 @@ var securityChecks = []Check{checkPrivileged, checkHostPath, checkHostNamespaces
 var workloadCreate = Chain{
 	Checks: concat(securityChecks, []Check{
 		checkNodeName, checkNodeAffinity,
-		checkGPUResources, checkMIGProfiles, checkGPUCount, checkShare,
+		checkGPUResources, checkMIGProfiles, checkGPUCount, checkShare, checkResourceClaims,
 	}),
 	Mutations: []Mutation{
 		mutateReservedMetadata, mutatePoolFence,
@@ -23,7 +23,7 @@ var workloadCreate = Chain{
 // controlPlaneCreate admits the team's vCluster pod: no GPUs, system pool. Its
 // scheduler and priority come from the platform's StatefulSet and are kept.
 var controlPlaneCreate = Chain{
-	Checks:    concat(securityChecks, []Check{checkNodeName, checkNodeAffinity, checkControlPlaneGPU}),
+	Checks:    concat(securityChecks, []Check{checkNodeName, checkNodeAffinity, checkControlPlaneGPU, checkResourceClaims}),
 	Mutations: []Mutation{mutateReservedMetadata, mutatePoolFence},
 }
 

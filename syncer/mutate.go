@@ -46,7 +46,11 @@ func (h mutator) Handle(ctx context.Context, req admission.Request) admission.Re
 	if op == admissionv1.Create {
 		// The pod has no UID yet: the validating webhook turns these into events.
 		recordDecisions(in.Pod, r.Notes)
-	} else {
+	} else if storesChange(in.Old, in.Pod) {
+		// Only an UPDATE that still changes the pod is written; one that the
+		// restorations turned into the stored pod is a no-op (vCluster re-sending
+		// the tenant's gates and tolerations on every sync): nothing was decided
+		// that anyone could see, so no event.
 		h.w.emit(req, in.Old, "Restore", r.Notes)
 	}
 	patch, err := podPatch(req.Object.Raw, in.Pod)

@@ -22,6 +22,7 @@ const (
 	ReasonShareNeedsName         = "GPUShareNeedsName"
 	ReasonNotAsAdmitted          = "NotAsAdmitted"
 	ReasonNoTeamPolicy           = "NoTeamPolicy"
+	ReasonResourceClaim          = "ResourceClaimNotAllowed"
 
 	// Changes.
 	ReasonPoolPinned               = "PoolPinned"

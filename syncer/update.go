@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // UPDATEs. vCluster keeps updating host pods (labels, annotations, images), and
@@ -148,4 +149,17 @@ func mutateRestoreQueue(in *Input) []Note {
 		in.Pod.Labels[LabelKAIQueue] = old
 	}
 	return []Note{{Warning, ReasonQueueSet, fmt.Sprintf("label %s restored to %q: the queue is chosen by the team policy", LabelKAIQueue, old)}}
+}
+
+// storesChange reports whether the API server would store a different pod
+// than old if pod is what admission lets through: metadata and spec are
+// compared, without what the API server sets itself (resourceVersion,
+// generation, managedFields) and the status an UPDATE of the pod cannot change.
+func storesChange(old, pod *corev1.Pod) bool {
+	strip := func(p *corev1.Pod) *corev1.Pod {
+		c := p.DeepCopy()
+		c.ResourceVersion, c.Generation, c.ManagedFields, c.Status = "", 0, nil, corev1.PodStatus{}
+		return c
+	}
+	return !equality.Semantic.DeepEqual(strip(old), strip(pod))
 }

@@ -227,6 +227,48 @@ func TestHandlersUpdateRestoresGate(t *testing.T) {
 	}
 }
 
+// An UPDATE the restorations turn into the stored pod (vCluster re-sending the
+// tenant's gates and tolerations on every sync) is quiet: the pod is unchanged
+// and so is what anyone was told. One that still changes the pod, or is
+// refused, is explained.
+func TestHandlersUpdateEventsOnlyOnChange(t *testing.T) {
+	h := newHarness(t)
+	old := admitted(t, pod().GPUFraction("0.5").TolerateEverything().Obj())
+	old.UID, old.ResourceVersion = "pod-uid", "7"
+	resend := old.DeepCopy()
+	resend.Spec.SchedulingGates = nil
+	resend.Spec.Tolerations = append(resend.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
+	resend.Status.Phase = corev1.PodPending // a PUT carries the sender's status; the API server keeps the stored one
+	for round := range 3 {
+		got, resp := h.mutate(t, h.request(t, admissionv1.Update, resend.DeepCopy(), old, h.tenant))
+		if !resp.Allowed || len(got.Spec.SchedulingGates) != 1 {
+			t.Fatalf("round %d: allowed=%v gates %v", round, resp.Allowed, got.Spec.SchedulingGates)
+		}
+		if evs := h.drainEvents(); len(evs) != 0 {
+			t.Errorf("round %d: a no-op update recorded events %q", round, evs)
+		}
+	}
+	changed := resend.DeepCopy()
+	changed.Labels["app"] = "v2"
+	if _, resp := h.mutate(t, h.request(t, admissionv1.Update, changed, old, h.tenant)); !resp.Allowed {
+		t.Fatalf("update refused: %s", resp.Result.Message)
+	}
+	evs := h.drainEvents()
+	if len(evs) != 2 || !strings.HasPrefix(evs[0], "Warning GPUShareGateRestored") || !strings.HasPrefix(evs[1], "Warning TolerationRemoved") {
+		t.Errorf("update that changes the pod: events %q, want the gate restored and the toleration removed", evs)
+	}
+	refused := old.DeepCopy()
+	refused.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: LabelPool, Operator: corev1.NodeSelectorOpIn, Values: []string{"h100"}}}}},
+	}}}
+	if _, resp := h.mutate(t, h.request(t, admissionv1.Update, refused, old, h.tenant)); resp.Allowed {
+		t.Fatal("affinity to h100 admitted")
+	}
+	if evs := h.drainEvents(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+ReasonAffinityOutsidePool) {
+		t.Errorf("refused update: events %q", evs)
+	}
+}
+
 func TestHandlersEphemeralContainers(t *testing.T) {
 	h := newHarness(t)
 	old := admitted(t, pod().Obj())

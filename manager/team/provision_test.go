@@ -17,6 +17,7 @@ import (
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/team"
+	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
 func exportKubeconfig(ctx context.Context, t *testing.T, teamName string) {
@@ -36,6 +37,14 @@ func TestCreateProvisionsEveryHostObjectAndTheVCluster(t *testing.T) {
 	require.Equal(t, "fraud", nsObj.Labels[gpuvcv1.LabelTeam])
 	require.Equal(t, "a100", nsObj.Labels[gpuvcv1.LabelPool])
 	require.Equal(t, "baseline", nsObj.Labels["pod-security.kubernetes.io/enforce"])
+
+	// The CEL fence judges by the same policy as the webhook: every key is written.
+	params := &corev1.ConfigMap{}
+	get(ctx, t, inNS(hostNS, celpolicy.ParamsName), params, nil)
+	require.Equal(t, "a100", params.Data[celpolicy.KeyPool])
+	require.Equal(t, "true", params.Data[celpolicy.KeyFractions])
+	require.Contains(t, params.Data[celpolicy.KeyMIGProfiles], "1g.10gb")
+	require.Equal(t, "81920", params.Data[celpolicy.KeyGPUMemoryMiB], "memory of the pool's A100-80GB")
 
 	quota := &corev1.ResourceQuota{}
 	get(ctx, t, inNS(hostNS, team.QuotaName), quota, nil)

@@ -97,7 +97,11 @@ func (r *Reconciler) ensureAdmissionParams(ctx context.Context, t *gpuvcv1.Team)
 	if systemPool == "" {
 		systemPool = syncer.DefaultSystemPool
 	}
-	p := celpolicy.Params(t.Spec.Pool, int(t.EffectiveMaxGPUsPerPod()), systemPool, ReleaseName(t))
+	product, memMiB, err := PoolGPU(ctx, r.client, t.Spec.Pool)
+	if err != nil {
+		return err
+	}
+	p := celpolicy.PolicyParams(Policy(t, product, memMiB, systemPool))
 	return r.apply(ctx, celpolicy.TeamParams(gpuvcv1.HostNamespace(t.Name), p).
 		WithLabels(teamLabels(t)).WithOwnerReferences(ownerRef(t)))
 }

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,12 +16,6 @@ import (
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/share"
-)
-
-// GFD labels describing a node's GPUs.
-const (
-	labelGPUProduct = "nvidia.com/gpu.product"
-	labelGPUMemory  = "nvidia.com/gpu.memory"
 )
 
 // Source builds TeamPolicies from Teams and the nodes of their pools.
@@ -59,58 +51,11 @@ func (s Source) TeamPolicy(ctx context.Context, namespace string) (*syncer.TeamP
 	if gpuvcv1.HostNamespace(t.Name) != namespace {
 		return nil, fmt.Errorf("namespace %s is labelled %s=%s but that Team's namespace is %s", namespace, gpuvcv1.LabelTeam, name, gpuvcv1.HostNamespace(t.Name))
 	}
-	product, memMiB, err := s.poolGPU(ctx, t.Spec.Pool)
+	product, memMiB, err := team.PoolGPU(ctx, s.Reader, t.Spec.Pool)
 	if err != nil {
 		return nil, err
 	}
-	p := &syncer.TeamPolicy{
-		Team:             t.Name,
-		Namespace:        namespace,
-		Pool:             t.Spec.Pool,
-		PoolGPUProduct:   product,
-		PoolGPUMemoryMiB: memMiB,
-		SystemPool:       s.SystemPool,
-		MaxGPUsPerPod:    t.EffectiveMaxGPUsPerPod(),
-		VClusterName:     team.ReleaseName(t),
-	}
-	for profile := range t.Spec.Quota.MIG {
-		p.AllowedMIGProfiles = append(p.AllowedMIGProfiles, profile)
-	}
-	sort.Strings(p.AllowedMIGProfiles)
-	if g := t.Spec.GPUSharing; g != nil {
-		p.FractionsEnabled = g.Fractions
-		p.WholeGPUAs = g.WholeGPUAs
-	}
-	return p, nil
-}
-
-// poolGPU reads the GPU product and memory of a pool from its nodes' GFD labels;
-// when nodes differ, the most common product wins (ties: alphabetical), so MIG
-// mapping targets what most of the pool offers.
-func (s Source) poolGPU(ctx context.Context, pool string) (string, int64, error) {
-	nodes := &corev1.NodeList{}
-	if err := s.Reader.List(ctx, nodes, client.MatchingLabels{gpuvcv1.LabelPool: pool}); err != nil {
-		return "", 0, fmt.Errorf("listing nodes of pool %s: %w", pool, err)
-	}
-	count := map[string]int{}
-	memory := map[string]int64{}
-	for _, n := range nodes.Items {
-		product := n.Labels[labelGPUProduct]
-		if product == "" {
-			continue
-		}
-		count[product]++
-		if m, err := strconv.ParseInt(n.Labels[labelGPUMemory], 10, 64); err == nil && m > memory[product] {
-			memory[product] = m
-		}
-	}
-	best := ""
-	for product, c := range count {
-		if best == "" || c > count[best] || (c == count[best] && product < best) {
-			best = product
-		}
-	}
-	return best, memory[best], nil
+	return team.Policy(t, product, memMiB, s.SystemPool), nil
 }
 
 // ShareTeam tells the share controller the team owning a namespace: its pool and

@@ -21,7 +21,7 @@ import (
 
 func node(name, pool, product, memory string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		gpuvcv1.LabelPool: pool, labelGPUProduct: product, labelGPUMemory: memory,
+		gpuvcv1.LabelPool: pool, "nvidia.com/gpu.product": product, "nvidia.com/gpu.memory": memory,
 	}}}
 }
 

@@ -113,6 +113,9 @@ func attacks() map[string]struct {
 			OwnedBy("apps/v1", "StatefulSet", team, types.UID("4a4a4a4a-0000-0000-0000-000000000000")),
 			refusal(c.ReasonPoolNotSelected, "spec.nodeSelector[gpuvc.dev/pool]=system")},
 	}
+	for name, g := range gapAttacks() {
+		m[name] = g
+	}
 	for _, f := range []string{"1.5", "-0.1", "abc", "0", "1.0", "1e-1", "NaN"} {
 		name := "fraction-" + strings.ToLower(strings.NewReplacer(".", "-", "-", "m").Replace(f))
 		m["gpu-fraction "+f] = a{tenantPod(name).GPUFraction(f),
@@ -167,21 +170,31 @@ func TestLegitimatePods(t *testing.T) {
 			HostNetwork().HostPID().HostIPC().TolerateEverything().NodeSelector(syncer.LabelPool, "h100").NodeName("h100-0").GPUs("8").
 			GPUFraction("abc").Env("NVIDIA_VISIBLE_DEVICES", "all"), "h100-0"},
 	} {
-		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
-			pod := tc.pod.Obj()
-			if _, err := tc.client().CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("refused: %v", err)
-			}
-			deleteAtEnd(t, pod.Namespace, pod.Name)
-			if tc.node != "" {
-				got := waitForPod(ctx, t, pod.Namespace, pod.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
-				if !strings.HasPrefix(got.Spec.NodeName, tc.node) {
-					t.Errorf("runs on %s, want %s", got.Spec.NodeName, tc.node)
-				}
-			}
-		})
+		legitimate(t, name, tc.client, tc.pod, tc.node)
 	}
+	for name, pod := range gapLegitimate() {
+		legitimate(t, name, tenant, pod, "")
+	}
+}
+
+// legitimate creates pod as client and, when node is set, waits until it runs
+// on a node whose name starts with node.
+func legitimate(t *testing.T, name string, client func() kubernetes.Interface, pw *testobj.PodWrapper, node string) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		ctx := testContext(t)
+		pod := pw.Obj()
+		if _, err := client().CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		deleteAtEnd(t, pod.Namespace, pod.Name)
+		if node != "" {
+			got := waitForPod(ctx, t, pod.Namespace, pod.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+			if !strings.HasPrefix(got.Spec.NodeName, node) {
+				t.Errorf("runs on %s, want %s", got.Spec.NodeName, node)
+			}
+		}
+	})
 }
 
 func tenant() kubernetes.Interface { return env.tenant }

@@ -77,7 +77,23 @@ var (
 	shareCMPrefix  = lit(syncer.ShareConfigMapPrefix)
 	annoFraction   = lit(syncer.AnnotationKAIFraction)
 	annoMemory     = lit(syncer.AnnotationKAIMemory)
+	annoDevices    = lit(syncer.AnnotationKAIFractionDevices)
 	resourceGPU    = lit(syncer.ResourceGPU)
 	resourceMIG    = lit(syncer.ResourceMIGPrefix)
 	resourceNVIDIA = lit("nvidia.com/")
 )
+
+// paramString is the value of a parameter, "" when the ConfigMap lacks it.
+func paramString(key string) string { return `params.?data[?` + lit(key) + `].orValue("")` }
+
+// paramSet is true when the ConfigMap has the parameter.
+func paramSet(key string) string { return `params.?data[?` + lit(key) + `].hasValue()` }
+
+// paramList is a comma-separated parameter as a list (empty names dropped).
+func paramList(key string) string { return paramString(key) + `.split(",").filter(s, s != "")` }
+
+// listOrNone writes a list variable for a message: "a,b", or "(none)".
+func listOrNone(v string) string { return `(size(` + v + `) == 0 ? "(none)" : ` + v + `.join(","))` }
+
+// quoted writes `"` + expr + `"` for a message.
+func quoted(expr string) string { return `"\"" + ` + expr + ` + "\""` }

@@ -33,6 +33,15 @@ const (
 	layeredLabel = "celpolicy.test/webhook"
 )
 
+// layeredPolicy is the layered team's policy: the webhook's, and (with the
+// pool and team its namespace's labels give the webhook) the fence's
+// parameters.
+var layeredPolicy = syncer.TeamPolicy{
+	Team: layeredTeam, Pool: pool, SystemPool: systemPool,
+	PoolGPUProduct: nodepool.ProductA100_80GB, PoolGPUMemoryMiB: 81920, MaxGPUsPerPod: maxGPUs,
+	AllowedMIGProfiles: []string{"1g.10gb"}, FractionsEnabled: true, VClusterName: layeredTeam,
+}
+
 // TestWithWebhook: pods as tenants write them — no pool, wildcard tolerations,
 // another pool's selector, shares — are admitted with both layers on, and
 // land in the pool.
@@ -56,6 +65,12 @@ func TestWithWebhook(t *testing.T) {
 		"wildcard toleration (removed)":     {testobj.Pod("wildcard", layeredNS).GPUs("1").TolerateEverything(), "a100-0"},
 		"selector for h100 (replaced)":      {testobj.Pod("h100", layeredNS).GPUs("1").InPool("h100"), "a100-0"},
 		"fraction (gated, own share CM)":    {testobj.Pod("fraction", layeredNS).GPUFraction("0.5"), ""},
+		"own scheduler (replaced)":          {testobj.Pod("scheduler", layeredNS).SchedulerName("my-scheduler"), "a100"},
+		"critical priority class (removed)": {testobj.Pod("priority", layeredNS).PriorityClass("system-node-critical"), "a100"},
+		"foreign runtime class (removed)":   {testobj.Pod("runtime", layeredNS).RuntimeClass(foreignRuntime), ""},
+		"KAI queue (removed)":               {testobj.Pod("queue", layeredNS).Label(syncer.LabelKAIQueue, "other-queue"), ""},
+		"forged gpuvc metadata (removed)": {testobj.Pod("forged", layeredNS).Label(syncer.LabelRole, syncer.RoleReservation).
+			Annotation(syncer.AnnotationGPUUUID, "GPU-victim").Label(syncer.LabelShareGroup, "x"), "a100"},
 		"init container and sidecar on GPU": {testobj.Pod("sidecar", layeredNS).GPUs("1").Sidecar("proxy").LimitOn("proxy", nodepool.ResourceGPU, "1").InitContainer("warmup").LimitOn("warmup", nodepool.ResourceGPU, "1"), "a100-0"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -100,6 +115,29 @@ func TestWithWebhook(t *testing.T) {
 		}
 	})
 
+	t.Run("update removing the share gate (restored by the webhook)", func(t *testing.T) {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p, err := pods.Get(ctx, "fraction", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			p.Spec.SchedulingGates = nil
+			p.Labels["app"] = "v2"
+			_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("refused with both layers on: %v", err)
+		}
+		p, err := pods.Get(ctx, "fraction", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Spec.SchedulingGates) != 1 || p.Labels["app"] != "v2" {
+			t.Errorf("stored gates %v, labels %v: want the share gate kept and app=v2", p.Spec.SchedulingGates, p.Labels)
+		}
+	})
+
 	t.Run("the team's vCluster control plane", func(t *testing.T) {
 		sts := testobj.StatefulSet(layeredTeam, layeredNS, testobj.Pod("", "").Obj())
 		if _, err := env.cp.Client.AppsV1().StatefulSets(layeredNS).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
@@ -129,12 +167,9 @@ func startWebhook(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	wh, err := syncer.New(syncer.Options{
-		Policies: &syncer.NamespacePolicies{Reader: reader, Teams: map[string]syncer.TeamPolicy{layeredTeam: {
-			PoolGPUProduct: nodepool.ProductA100_80GB, PoolGPUMemoryMiB: 81920, MaxGPUsPerPod: maxGPUs,
-			AllowedMIGProfiles: []string{"1g.10gb"}, FractionsEnabled: true, VClusterName: layeredTeam,
-		}}},
-		Nodes: syncer.ClientNodePools{Reader: reader},
-		MIG:   migmap.Catalog{},
+		Policies: &syncer.NamespacePolicies{Reader: reader, Teams: map[string]syncer.TeamPolicy{layeredTeam: layeredPolicy}},
+		Nodes:    syncer.ClientNodePools{Reader: reader},
+		MIG:      migmap.Catalog{},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +217,7 @@ func startWebhook(ctx context.Context, t *testing.T) {
 
 	// The namespace: a team namespace with CEL parameters, selected by the
 	// webhook too.
-	if err := createTeamNamespace(ctx, layeredNS, layeredTeam, c.Params(pool, maxGPUs, systemPool, layeredTeam)); err != nil {
+	if err := createTeamNamespace(ctx, layeredNS, layeredTeam, c.PolicyParams(&layeredPolicy)); err != nil {
 		t.Fatal(err)
 	}
 	ns, err := cp.Client.CoreV1().Namespaces().Get(ctx, layeredNS, metav1.GetOptions{})

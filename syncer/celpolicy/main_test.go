@@ -92,7 +92,10 @@ func setUp(ctx context.Context) error {
 	if err := celpolicy.Install(ctx, c, celpolicy.Options{}); err != nil {
 		return err
 	}
-	if err := createTeamNamespace(ctx, teamNS, team, celpolicy.Params(pool, maxGPUs, systemPool, team)); err != nil {
+	if err := createSchedulingClasses(ctx); err != nil {
+		return err
+	}
+	if err := createTeamNamespace(ctx, teamNS, team, celpolicy.PolicyParams(&fraudPolicy)); err != nil {
 		return err
 	}
 	if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(plainNS, nil), metav1.CreateOptions{}); err != nil {

@@ -38,25 +38,56 @@ const (
 	// KeyControlPlane names the team's vCluster StatefulSet (the Helm release);
 	// "" exempts no pod as the control plane.
 	KeyControlPlane = "controlPlane"
+
+	// Keys PolicyParams adds. A ConfigMap without one of them (written by an
+	// older manager through Params) is not judged by that key's rules.
+
+	// KeyMIGProfiles lists the MIG profiles the team may use, comma-separated
+	// (the allowed profiles and WholeGPUAs); "" allows none.
+	KeyMIGProfiles = "migProfiles"
+	// KeyFractions is "true" when the team may use gpu-fraction / gpu-memory.
+	KeyFractions = "fractions"
+	// KeyGPUMemoryMiB is the memory of one GPU of the pool: gpu-memory must be
+	// below it. "0": unknown, no bound.
+	KeyGPUMemoryMiB = "gpuMemoryMiB"
+	// KeySchedulerName is the scheduler every workload pod must name.
+	KeySchedulerName = "schedulerName"
+	// KeyPriorityClasses and KeyRuntimeClasses list the classes workload pods
+	// may name, comma-separated; "" allows none.
+	KeyPriorityClasses = "priorityClasses"
+	KeyRuntimeClasses  = "runtimeClasses"
+	// KeyQueue is the only KAI queue label (kai.scheduler/queue) workload pods
+	// may carry; "" allows none.
+	KeyQueue = "queue"
 )
 
 // Reasons start every refusal ("gpuvc: <Reason>: ..."). Where the webhook
 // refuses the same thing, the reason is the webhook's.
 const (
-	ReasonInvalidParams          = "InvalidAdmissionParams"
-	ReasonPoolNotSelected        = "PoolNotSelected"
-	ReasonTolerationOutsidePool  = "TolerationOutsidePool"
-	ReasonNodeNameSet            = "NodeNameSet"
-	ReasonForgedRole             = "ForgedControlPlaneRole"
-	ReasonPrivileged             = syncer.ReasonPrivileged
-	ReasonPrivilegeEscalation    = "PrivilegeEscalation"
-	ReasonHostPath               = syncer.ReasonHostPath
-	ReasonHostNamespace          = syncer.ReasonHostNamespace
-	ReasonGPUEnv                 = syncer.ReasonGPUEnv
-	ReasonReservedConfigMap      = syncer.ReasonReservedConfigMap
-	ReasonUnsupportedGPUResource = syncer.ReasonUnsupportedGPUResource
-	ReasonControlPlaneGPU        = syncer.ReasonControlPlaneGPU
-	ReasonGPUCountAboveLimit     = syncer.ReasonGPUCountAboveLimit
-	ReasonInvalidGPUShare        = syncer.ReasonInvalidGPUShare
-	ReasonParamsWriter           = "AdmissionParamsProtected"
+	ReasonInvalidParams           = "InvalidAdmissionParams"
+	ReasonPoolNotSelected         = "PoolNotSelected"
+	ReasonTolerationOutsidePool   = "TolerationOutsidePool"
+	ReasonNodeNameSet             = "NodeNameSet"
+	ReasonForgedRole              = "ForgedControlPlaneRole"
+	ReasonPrivileged              = syncer.ReasonPrivileged
+	ReasonPrivilegeEscalation     = "PrivilegeEscalation"
+	ReasonHostPath                = syncer.ReasonHostPath
+	ReasonHostNamespace           = syncer.ReasonHostNamespace
+	ReasonGPUEnv                  = syncer.ReasonGPUEnv
+	ReasonReservedConfigMap       = syncer.ReasonReservedConfigMap
+	ReasonUnsupportedGPUResource  = syncer.ReasonUnsupportedGPUResource
+	ReasonControlPlaneGPU         = syncer.ReasonControlPlaneGPU
+	ReasonGPUCountAboveLimit      = syncer.ReasonGPUCountAboveLimit
+	ReasonInvalidGPUShare         = syncer.ReasonInvalidGPUShare
+	ReasonParamsWriter            = "AdmissionParamsProtected"
+	ReasonMIGProfileNotAllowed    = syncer.ReasonMIGProfileNotAllowed
+	ReasonFractionsDisabled       = syncer.ReasonFractionsDisabled
+	ReasonShareWithGPUResource    = syncer.ReasonShareWithGPUResource
+	ReasonResourceClaim           = syncer.ReasonResourceClaim
+	ReasonSchedulerNotAllowed     = "SchedulerNotAllowed"
+	ReasonPriorityClassNotAllowed = "PriorityClassNotAllowed"
+	ReasonRuntimeClassNotAllowed  = "RuntimeClassNotAllowed"
+	ReasonQueueNotAllowed         = "QueueNotAllowed"
+	ReasonForgedMetadata          = "ForgedReservedMetadata"
+	ReasonShareGateRemoved        = "GPUShareGateRemoved"
 )

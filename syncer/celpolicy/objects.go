@@ -3,12 +3,10 @@ package celpolicy
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuvc/gpuvc/syncer"
@@ -25,6 +23,18 @@ type Options struct {
 	// control plane (the StatefulSet controller). Empty:
 	// syncer.DefaultStatefulSetControllers, as the webhook.
 	ControlPlaneCreators []string
+	// TrustedUsers are gpuvc's own components (the share controller): the only
+	// users who may write gpuvc.dev/ metadata on pods and lift the share gate,
+	// as the webhook's Options.TrustedUsers. Empty: the ParamsWriters (the
+	// manager runs the share controller).
+	TrustedUsers []string
+}
+
+func (o Options) trustedUsers() []string {
+	if len(o.TrustedUsers) == 0 {
+		return o.paramsWriters()
+	}
+	return o.TrustedUsers
 }
 
 func (o Options) paramsWriters() []string {
@@ -46,25 +56,6 @@ func (o Options) controlPlaneCreators() []string {
 // parameter ConfigMaps and its binding. Apply each with server-side apply.
 func ClusterObjects(opts Options) []runtime.ApplyConfiguration {
 	return []runtime.ApplyConfiguration{podFence(opts), podFenceBinding(), paramsGuard(opts), paramsGuardBinding()}
-}
-
-// Params returns the data of a team's parameter ConfigMap: the team's node
-// pool, the GPU devices one pod may hold ("0": none), the pool of the team's
-// vCluster control plane, and the name of the control plane's StatefulSet (""
-// exempts no pod as the control plane).
-func Params(pool string, maxGPUsPerPod int, systemPool, controlPlane string) map[string]string {
-	return map[string]string{
-		KeyPool:          pool,
-		KeyMaxGPUsPerPod: strconv.Itoa(maxGPUsPerPod),
-		KeySystemPool:    systemPool,
-		KeyControlPlane:  controlPlane,
-	}
-}
-
-// TeamParams returns the parameter ConfigMap of a team namespace with the data
-// Params built.
-func TeamParams(namespace string, params map[string]string) *corev1ac.ConfigMapApplyConfiguration {
-	return corev1ac.ConfigMap(ParamsName, namespace).WithLabels(labels()).WithData(params)
 }
 
 // Install applies ClusterObjects with server-side apply (field manager

@@ -118,12 +118,15 @@ func podChecks() []check {
 	return []check{
 		{
 			reason: ReasonInvalidParams,
-			expr:   `variables.pool != "" && variables.systemPool != "" && variables.maxGPUs >= 0`,
+			expr: `variables.pool != "" && variables.systemPool != "" && variables.maxGPUs >= 0 && variables.gpuMemory >= 0 && ` +
+				`(!variables.fractionsJudged || variables.fractionsRaw in ["true", "false"])`,
 			message: "the namespace's ConfigMap " + ParamsName + " lacks pool, systemPool or a whole-number maxGPUsPerPod; " +
 				"every pod is refused until gpuvc rewrites it",
 			messageCEL: lit(prefix(ReasonInvalidParams)+"ConfigMap ") + ` + namespaceObject.metadata.name + "/` + ParamsName + ` has ` +
 				KeyPool + `=\"" + variables.pool + "\", ` + KeySystemPool + `=\"" + variables.systemPool + "\", ` +
-				KeyMaxGPUsPerPod + `=\"" + variables.maxGPUsRaw + "\" (limit: pool and systemPool set, maxGPUsPerPod a whole number); ` +
+				KeyMaxGPUsPerPod + `=\"" + variables.maxGPUsRaw + "\", ` + KeyGPUMemoryMiB + `=\"" + variables.gpuMemoryRaw + "\", ` +
+				KeyFractions + `=\"" + variables.fractionsRaw + "\" (limit: pool and systemPool set, maxGPUsPerPod a whole number, ` +
+				`gpuMemoryMiB a whole number or unset, fractions true, false or unset); ` +
 				`every pod of the namespace is refused until gpuvc rewrites it"`,
 		},
 		{
@@ -261,10 +264,11 @@ func podFence(opts Options) *admissionv1ac.ValidatingAdmissionPolicyApplyConfigu
 				// pods/ephemeralcontainers carries the whole Pod: kubectl debug
 				// containers are judged like the others.
 				WithResources("pods", "pods/ephemeralcontainers")))
-	for _, v := range podVariables(opts.controlPlaneCreators()) {
+	vars := append(podVariables(opts.controlPlaneCreators()), teamVariables()...)
+	for _, v := range append(vars, metadataVariables(opts.trustedUsers())...) {
 		spec.WithVariables(admissionv1ac.Variable().WithName(v.name).WithExpression(v.expr))
 	}
-	for _, c := range podChecks() {
+	for _, c := range append(append(podChecks(), teamChecks()...), metadataChecks()...) {
 		spec.WithValidations(admissionv1ac.Validation().
 			WithExpression(c.expr).
 			WithMessage(prefix(c.reason) + c.message).

@@ -91,6 +91,53 @@ func TestOptionsReachTheExpressions(t *testing.T) {
 	}
 }
 
+func TestTrustedUsersReachTheExpressions(t *testing.T) {
+	trusted := func(opts celpolicy.Options) string {
+		fence := celpolicy.ClusterObjects(opts)[0].(*admissionv1ac.ValidatingAdmissionPolicyApplyConfiguration)
+		for _, v := range fence.Spec.Variables {
+			if *v.Name == "trusted" {
+				return *v.Expression
+			}
+		}
+		t.Fatal("no trusted variable")
+		return ""
+	}
+	if e := trusted(celpolicy.Options{ParamsWriters: []string{"system:serviceaccount:ops:gpuvc"}}); !strings.Contains(e, `["system:serviceaccount:ops:gpuvc"]`) {
+		t.Errorf("trusted users do not default to the params writers: %s", e)
+	}
+	if e := trusted(celpolicy.Options{TrustedUsers: []string{"share-controller"}}); !strings.Contains(e, `["share-controller"]`) || strings.Contains(e, celpolicy.DefaultParamsWriter) {
+		t.Errorf("trusted variable does not use the configured users: %s", e)
+	}
+}
+
+func TestPolicyParams(t *testing.T) {
+	for name, tc := range map[string]struct {
+		policy syncer.TeamPolicy
+		want   map[string]string
+	}{
+		"defaults": {syncer.TeamPolicy{Pool: "a100"}, map[string]string{
+			"pool": "a100", "maxGPUsPerPod": "0", "systemPool": "system", "controlPlane": "",
+			"migProfiles": "", "fractions": "false", "gpuMemoryMiB": "0", "schedulerName": "default-scheduler",
+			"priorityClasses": "", "runtimeClasses": "", "queue": "",
+		}},
+		"everything": {syncer.TeamPolicy{
+			Pool: "a100", SystemPool: "infra", MaxGPUsPerPod: 4, VClusterName: "fraud", PoolGPUMemoryMiB: 81920,
+			AllowedMIGProfiles: []string{"2g.20gb", "1g.10gb", "2g.20gb"}, WholeGPUAs: "3g.40gb", FractionsEnabled: true,
+			SchedulerName: "kai-scheduler", Queue: "fraud", AllowedPriorityClasses: []string{"low", "", "high"}, AllowedRuntimeClasses: []string{"nvidia"},
+		}, map[string]string{
+			"pool": "a100", "maxGPUsPerPod": "4", "systemPool": "infra", "controlPlane": "fraud",
+			"migProfiles": "1g.10gb,2g.20gb,3g.40gb", "fractions": "true", "gpuMemoryMiB": "81920", "schedulerName": "kai-scheduler",
+			"priorityClasses": "high,low", "runtimeClasses": "nvidia", "queue": "fraud",
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, celpolicy.PolicyParams(&tc.policy)); diff != "" {
+				t.Errorf("params (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestTeamParams(t *testing.T) {
 	got := celpolicy.TeamParams("team-fraud", celpolicy.Params("a100", 4, "system", "fraud"))
 	want := map[string]string{"pool": "a100", "maxGPUsPerPod": "4", "systemPool": "system", "controlPlane": "fraud"}

@@ -162,6 +162,8 @@ func attacks() map[string]attack {
 			refused: refused(syncer.ReasonMIGProfileNotAllowed, "7g.94gb", "no allowed profile at least as large")},
 		"gpu-fraction with nvidia.com/gpu": {layer: mutatingWebhook, manifest: manifest("c6").GPUFraction("0.5").GPUs("1"),
 			refused: refused(syncer.ReasonShareWithGPUResource, "limits[nvidia.com/gpu]=1", "not both")},
+		"DRA resource claim": {layer: mutatingWebhook, manifest: manifest("c8").ResourceClaim("gpu", "any-gpu"),
+			refused: refused(syncer.ReasonResourceClaim, "spec.resourceClaims [gpu]", "outside team fraud's GPU quota")},
 		"gpu-memory beyond one GPU": {layer: mutatingWebhook, manifest: manifest("c7").GPUMemory("90000"),
 			refused: refused(syncer.ReasonInvalidGPUShare, `[gpu-memory]="90000"`, "81920 MiB")},
 
@@ -172,6 +174,21 @@ func attacks() map[string]attack {
 			check: all(recorded(syncer.ReasonReservedMetadataRemoved), func(t *testing.T, p *corev1.Pod) {
 				if p.Labels[syncer.LabelGPUShare] != "" || p.Annotations[syncer.AnnotationShareConfigMap] != "" || hasGate(p) {
 					t.Errorf("forged share kept: labels %v annotations %v gates %v", p.Labels, p.Annotations, p.Spec.SchedulingGates)
+				}
+			})},
+		"forged reservation holding another GPU's UUID": {layer: mutatingWebhook,
+			manifest: manifest("d3").GPUs("1").Label(syncer.LabelRole, syncer.RoleReservation).Label(syncer.LabelShareGroup, "victim-res").
+				Annotation(syncer.AnnotationGPUUUID, "GPU-victim").Annotation(syncer.AnnotationShareUnits, "10000"),
+			check: all(recorded(syncer.ReasonReservedMetadataRemoved), func(t *testing.T, p *corev1.Pod) {
+				for _, k := range []string{syncer.LabelRole, syncer.LabelShareGroup} {
+					if v, ok := p.Labels[k]; ok {
+						t.Errorf("forged label %s=%s kept", k, v)
+					}
+				}
+				for _, k := range []string{syncer.AnnotationGPUUUID, syncer.AnnotationShareUnits} {
+					if v, ok := p.Annotations[k]; ok {
+						t.Errorf("forged annotation %s=%s kept", k, v)
+					}
 				}
 			})},
 		"fake control-plane pod": {layer: mutatingWebhook,

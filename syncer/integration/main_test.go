@@ -51,6 +51,8 @@ var env struct {
 	sources map[string]podSource
 	baseURL string
 	ca      []byte
+	// events counts what the webhook emits, per pod (see events_test.go).
+	events *emissions
 }
 
 // teams are the team namespaces the tests use, with their policies.
@@ -120,11 +122,15 @@ func setUp(ctx context.Context, cp *localcp.ControlPlane) (stop func(), err erro
 	if err := broadcaster.StartRecordingToSinkWithContext(sinkCtx); err != nil {
 		return stop, err
 	}
+	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, "gpuvc-syncer")
+	if env.events, err = watchEmissions(broadcaster, recorder); err != nil {
+		return stop, err
+	}
 	wh, err := syncer.New(syncer.Options{
 		Policies:     &syncer.NamespacePolicies{Reader: reader, Teams: teams},
 		Nodes:        syncer.ClientNodePools{Reader: reader},
 		MIG:          migmap.Catalog{},
-		Recorder:     broadcaster.NewRecorder(clientgoscheme.Scheme, "gpuvc-syncer"),
+		Recorder:     recorder,
 		Metrics:      env.metrics,
 		TrustedUsers: []string{shareController},
 	})

@@ -31,6 +31,8 @@ type syncRound struct {
 	sent, stored *corev1.Pod
 	// changed says the API server stored a different pod (a new resourceVersion).
 	changed bool
+	// describe says what the update changed (describeRound).
+	describe string
 }
 
 // pairState is what vCluster knows about a pod pair between syncs.
@@ -40,47 +42,54 @@ type pairState struct {
 
 // syncUntilQuiet runs vCluster's update path until it sends nothing or sends an
 // update the API server stores unchanged, at most max rounds, and returns them.
-// Between rounds vCluster's cache holds what it wrote or, when it wrote nothing,
-// the objects it saw (the sync controller's updateObjectCache).
 func syncUntilQuiet(ctx context.Context, t *testing.T, src *vclusterSource, st pairState, hostName string, max int) ([]syncRound, pairState) {
 	t.Helper()
 	var rounds []syncRound
 	for range max {
-		host, err := env.cp.Client.CoreV1().Pods(src.vc.HostNamespace).Get(ctx, hostName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res := vcsync.Sync(t, src.vc, vcsync.Event{VirtualOld: st.virtualOld, Virtual: st.virtual, HostOld: st.hostOld, Host: host})
-		r := syncRound{res: res}
-		for _, w := range res.HostWrites("") {
-			if w.Verb != "update" {
-				continue
-			}
-			r.sent = w.Object.(*corev1.Pod)
-			if w.Err != nil {
-				t.Fatalf("the API server refused vCluster's update: %v", w.Err)
-			}
-			r.stored = w.Answer.(*corev1.Pod)
-			r.changed = r.stored.ResourceVersion != host.ResourceVersion
-		}
+		var r syncRound
+		r, st = syncOnce(ctx, t, src, st, hostName)
 		rounds = append(rounds, r)
-		t.Logf("round %d: %s", len(rounds), describeRound(host, r))
-		// What the sync controller caches for the next round: what vCluster wrote,
-		// else what it saw.
-		st.hostOld = host
-		if res.CachedHost != nil {
-			st.hostOld = res.CachedHost
-		}
-		if v := res.LastVirtual(); v != nil {
-			st.virtual = v
-		}
-		st.virtualOld = st.virtual
-		if res.Err != nil || r.sent == nil || !r.changed {
+		t.Logf("round %d: %s", len(rounds), r.describe)
+		if r.res.Err != nil || r.sent == nil || !r.changed {
 			return rounds, st
 		}
 	}
 	t.Fatalf("vCluster's update path still changes the host pod after %d rounds", max)
 	return nil, st
+}
+
+// syncOnce runs vCluster's update path once on the stored host pod. Between
+// rounds vCluster's cache holds what it wrote or, when it wrote nothing, the
+// objects it saw (the sync controller's updateObjectCache).
+func syncOnce(ctx context.Context, t *testing.T, src *vclusterSource, st pairState, hostName string) (syncRound, pairState) {
+	t.Helper()
+	host, err := env.cp.Client.CoreV1().Pods(src.vc.HostNamespace).Get(ctx, hostName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := vcsync.Sync(t, src.vc, vcsync.Event{VirtualOld: st.virtualOld, Virtual: st.virtual, HostOld: st.hostOld, Host: host})
+	r := syncRound{res: res}
+	for _, w := range res.HostWrites("") {
+		if w.Verb != "update" {
+			continue
+		}
+		r.sent = w.Object.(*corev1.Pod)
+		if w.Err != nil {
+			t.Fatalf("the API server refused vCluster's update: %v", w.Err)
+		}
+		r.stored = w.Answer.(*corev1.Pod)
+		r.changed = r.stored.ResourceVersion != host.ResourceVersion
+	}
+	r.describe = describeRound(host, r)
+	st.hostOld = host
+	if res.CachedHost != nil {
+		st.hostOld = res.CachedHost
+	}
+	if v := res.LastVirtual(); v != nil {
+		st.virtual = v
+	}
+	st.virtualOld = st.virtual
+	return r, st
 }
 
 // created is the state right after vCluster created a pod: its cache holds the

@@ -3,9 +3,7 @@ package share_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,11 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
-	gpushare "github.com/gpuvc/gpuvc/gpu/share"
 	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/syncer/bench"
+	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
 func requireHost(t testing.TB) {
@@ -67,24 +65,12 @@ func newTeam(ctx context.Context, t testing.TB, team string, gpus int) string {
 	return ns.Name
 }
 
-func cleanTeam(t testing.TB, ns string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c := env.cp.Client.CoreV1().Pods(ns)
-	sel := metav1.ListOptions{LabelSelector: syncer.LabelGPUShare + "=true"}
-	if err := c.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel); err != nil {
-		t.Errorf("deleting share pods of %s: %v", ns, err)
-	}
-	// The controller, not the test, removes reservations: this checks that it
-	// does.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := c.List(ctx, metav1.ListOptions{})
-		return err == nil && len(l.Items) == 0, nil
-	})
-	if err != nil {
-		l, _ := c.List(ctx, metav1.ListOptions{})
-		t.Errorf("pods of %s left after its share pods were deleted (leaked reservations?): %v", ns, names(l.Items))
-	}
+func cleanTeam(t testing.TB, ns string) { team(ns, share.DefaultMaxPodsPerGPU).Clean(t) }
+
+// team is the harness view of a test namespace (syncer/bench), with the
+// team's limit of pods per GPU.
+func team(ns string, maxPods int) bench.Team {
+	return bench.Team{Client: env.cp.Client, Namespace: ns, MaxPodsPerGPU: maxPods}
 }
 
 func names(pods []corev1.Pod) []string {
@@ -99,32 +85,20 @@ func names(pods []corev1.Pod) []string {
 // real webhook gates it.
 func createShare(ctx context.Context, t testing.TB, ns, name string, fraction string) *corev1.Pod {
 	t.Helper()
-	return createPod(ctx, t, testobj.Pod(name, ns).GPUFraction(fraction).Obj())
+	return team(ns, 0).CreateShare(ctx, t, name, fraction)
 }
 
 func createPod(ctx context.Context, t testing.TB, p *corev1.Pod) *corev1.Pod {
 	t.Helper()
-	got, err := env.cp.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating pod %s/%s: %v", p.Namespace, p.Name, err)
-	}
-	if !hasGate(got) {
-		t.Fatalf("pod %s/%s was not gated by the webhook: gates %v", p.Namespace, p.Name, got.Spec.SchedulingGates)
-	}
-	return got
+	return team(p.Namespace, 0).CreateGated(ctx, t, p)
 }
 
 func deletePod(ctx context.Context, t testing.TB, ns, name string) {
 	t.Helper()
-	err := env.cp.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-	if err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
+	team(ns, 0).DeletePod(ctx, t, name)
 }
 
-func hasGate(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == syncer.GateGPUShare })
-}
+func hasGate(p *corev1.Pod) bool { return bench.Gated(p) }
 
 func isRunning(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
 
@@ -157,20 +131,12 @@ func waitUntil(ctx context.Context, t testing.TB, d time.Duration, what string, 
 
 func reservations(ctx context.Context, t testing.TB, ns string) []corev1.Pod {
 	t.Helper()
-	l, err := env.cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: syncer.LabelRole + "=" + syncer.RoleReservation})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l.Items
+	return team(ns, 0).Reservations(ctx, t)
 }
 
 func sharePods(ctx context.Context, t testing.TB, ns string) []corev1.Pod {
 	t.Helper()
-	l, err := env.cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: syncer.LabelGPUShare + "=true"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l.Items
+	return team(ns, 0).SharePods(ctx, t)
 }
 
 func configMap(ctx context.Context, t testing.TB, p *corev1.Pod) *corev1.ConfigMap {
@@ -199,87 +165,9 @@ func waitForEvent(ctx context.Context, t testing.TB, p *corev1.Pod, reason strin
 	return note
 }
 
-// checkInvariants asserts what must hold at any instant in a team namespace:
-// no reservation over one GPU or over maxPods shares, every ungated share pod
-// on a live reservation's node with that reservation's GPU in its ConfigMap, and
-// no two reservations of a node with one GPU UUID.
+// checkInvariants asserts what must hold at any instant in a team namespace
+// (bench.Team.CheckInvariants).
 func checkInvariants(ctx context.Context, t testing.TB, ns string, maxPods int) {
 	t.Helper()
-	// Pods first: a reservation created after this list cannot be missing.
-	shares := sharePods(ctx, t, ns)
-	res := map[string]*corev1.Pod{}
-	for _, r := range reservations(ctx, t, ns) {
-		res[r.Name] = &r
-	}
-	units, count := map[string]int{}, map[string]int{}
-	for _, p := range shares {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		group := p.Labels[syncer.LabelShareGroup]
-		if hasGate(&p) {
-			if group != "" && p.DeletionTimestamp == nil {
-				u, _ := strconv.Atoi(p.Annotations[syncer.AnnotationShareUnits])
-				units[group] += u
-				count[group]++
-			}
-			continue
-		}
-		r := res[group]
-		if r == nil {
-			t.Errorf("ungated pod %s has no live reservation (group %q)", p.Name, group)
-			continue
-		}
-		u, err := strconv.Atoi(p.Annotations[syncer.AnnotationShareUnits])
-		if err != nil {
-			t.Errorf("ungated pod %s: %s %q", p.Name, syncer.AnnotationShareUnits, p.Annotations[syncer.AnnotationShareUnits])
-		}
-		units[group] += u
-		count[group]++
-		if p.Spec.NodeName != "" && p.Spec.NodeName != r.Spec.NodeName {
-			t.Errorf("pod %s runs on %s, its reservation %s on %s", p.Name, p.Spec.NodeName, r.Name, r.Spec.NodeName)
-		}
-		cm, err := env.cp.Client.CoreV1().ConfigMaps(ns).Get(ctx, p.Annotations[syncer.AnnotationShareConfigMap], metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err) && podGone(ctx, ns, p.Name):
-			// deleted since the list, ConfigMap collected with it
-		case err != nil:
-			t.Errorf("ungated pod %s has no share ConfigMap: %v", p.Name, err)
-		default:
-			if got, want := cm.Data[syncer.EnvVisibleDevices], r.Annotations[syncer.AnnotationGPUUUID]; got != want || want == "" {
-				t.Errorf("pod %s: %s=%q, its reservation %s holds %q", p.Name, syncer.EnvVisibleDevices, got, r.Name, want)
-			}
-		}
-	}
-	for g, u := range units {
-		if u > gpushare.UnitsPerGPU {
-			t.Errorf("reservation %s holds %d units: more than one GPU", g, u)
-		}
-		if count[g] > maxPods {
-			t.Errorf("reservation %s has %d pods, limit %d", g, count[g], maxPods)
-		}
-	}
-	all, err := env.cp.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: syncer.LabelRole + "=" + syncer.RoleReservation})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]string{}
-	for _, r := range all.Items {
-		u := r.Annotations[syncer.AnnotationGPUUUID]
-		if u == "" {
-			continue
-		}
-		if other, dup := seen[u]; dup {
-			t.Errorf("reservations %s and %s/%s both hold GPU %s", other, r.Namespace, r.Name, u)
-		}
-		seen[u] = r.Namespace + "/" + r.Name
-		if !strings.HasPrefix(u, "GPU-sim-"+r.Spec.NodeName+"-") {
-			t.Errorf("reservation %s/%s on simulated node %s has UUID %q", r.Namespace, r.Name, r.Spec.NodeName, u)
-		}
-	}
-}
-
-func podGone(ctx context.Context, ns, name string) bool {
-	_, err := env.cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-	return apierrors.IsNotFound(err)
+	team(ns, maxPods).CheckInvariants(ctx, t)
 }

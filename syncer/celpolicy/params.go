@@ -1,0 +1,69 @@
+package celpolicy
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/gpuvc/gpuvc/syncer"
+)
+
+// PolicyParams returns the data of a team's parameter ConfigMap from the team
+// policy the webhook judges by, so both fences read one source: every key
+// below. Build p as the webhook's PolicySource does (the manager's
+// teampolicy.Source); PoolGPUProduct is not used.
+func PolicyParams(p *syncer.TeamPolicy) map[string]string {
+	systemPool := p.SystemPool
+	if systemPool == "" {
+		systemPool = syncer.DefaultSystemPool
+	}
+	scheduler := p.SchedulerName
+	if scheduler == "" {
+		scheduler = syncer.DefaultSchedulerName
+	}
+	mig := slices.Clone(p.AllowedMIGProfiles)
+	if p.WholeGPUAs != "" {
+		mig = append(mig, p.WholeGPUAs)
+	}
+	data := Params(p.Pool, int(p.MaxGPUsPerPod), systemPool, p.VClusterName)
+	data[KeyMIGProfiles] = joinSet(mig)
+	data[KeyFractions] = strconv.FormatBool(p.FractionsEnabled)
+	data[KeyGPUMemoryMiB] = strconv.FormatInt(max(p.PoolGPUMemoryMiB, 0), 10)
+	data[KeySchedulerName] = scheduler
+	data[KeyPriorityClasses] = joinSet(p.AllowedPriorityClasses)
+	data[KeyRuntimeClasses] = joinSet(p.AllowedRuntimeClasses)
+	data[KeyQueue] = p.Queue
+	return data
+}
+
+// Params returns the first four keys only: the team's node pool, the GPU
+// devices one pod may hold ("0": none), the pool of the team's vCluster control
+// plane, and the name of the control plane's StatefulSet ("" exempts no pod as
+// the control plane). The fence does not apply the rules of keys a parameter
+// ConfigMap lacks (MIG allow-list, fractions, scheduling settings): use
+// PolicyParams.
+func Params(pool string, maxGPUsPerPod int, systemPool, controlPlane string) map[string]string {
+	return map[string]string{
+		KeyPool:          pool,
+		KeyMaxGPUsPerPod: strconv.Itoa(maxGPUsPerPod),
+		KeySystemPool:    systemPool,
+		KeyControlPlane:  controlPlane,
+	}
+}
+
+// TeamParams returns the parameter ConfigMap of a team namespace with the data
+// PolicyParams (or Params) built.
+func TeamParams(namespace string, params map[string]string) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(ParamsName, namespace).WithLabels(labels()).WithData(params)
+}
+
+// joinSet writes a list parameter: sorted, without duplicates or empty names,
+// comma-separated (no name of a MIG profile, PriorityClass or RuntimeClass
+// contains a comma).
+func joinSet(names []string) string {
+	s := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "" })
+	slices.Sort(s)
+	return strings.Join(slices.Compact(s), ",")
+}
