@@ -65,7 +65,19 @@ func Build(spec Spec, dir string) (string, error) {
 	if err := writeImage(out, tag, cfg, entries); err != nil {
 		return "", fmt.Errorf("image %s: %w", spec.Ref, err)
 	}
+	removeOlder(dir, spec.Ref, out)
 	return out, nil
+}
+
+// removeOlder deletes the tarballs of ref other than keep: every rebuilt gpuvc
+// binary makes a new one of ~50 MB, and only the newest is ever imported.
+func removeOlder(dir, ref, keep string) {
+	old, _ := filepath.Glob(filepath.Join(dir, strings.TrimSuffix(fileName(ref, strings.Repeat("0", 16)), strings.Repeat("0", 16)+".tar")+"????????????????.tar"))
+	for _, f := range old {
+		if f != keep {
+			_ = os.Remove(f)
+		}
+	}
 }
 
 // imageTag parses the reference and insists on an explicit tag: an implicit

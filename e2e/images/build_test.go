@@ -135,3 +135,34 @@ func TestBuildRejectsBadSpecs(t *testing.T) {
 		})
 	}
 }
+
+func TestRebuildRemovesTheOlderTarballOfTheSameReference(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(t.TempDir(), "bin")
+	spec := func(content string) images.Spec {
+		if err := os.WriteFile(src, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return images.Spec{Ref: "example.com/app:1", Files: []images.File{{Source: src, Path: "/app", Mode: images.Executable}}}
+	}
+	first, err := images.Build(spec("one"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := images.Build(images.Spec{Ref: "example.com/app-other:1", Files: []images.File{{Content: []byte("x"), Path: "/x", Mode: 0o644}}}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := images.Build(spec("two"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first == second {
+		t.Fatal("changed content, same tarball")
+	}
+	for path, want := range map[string]bool{first: false, second: true, other: true} {
+		if _, err := os.Stat(path); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", filepath.Base(path), err == nil, want)
+		}
+	}
+}

@@ -36,8 +36,11 @@ func (n *Node) kubeletConfig(port, healthzPort int) ([]byte, error) {
 		CgroupsPerQOS:            ptr.To(true),
 		FailCgroupV1:             ptr.To(false),
 		FailSwapOn:               ptr.To(false),
-		// An empty resolver file: pods get no DNS server from the host, whose
-		// resolvers are not for them (cluster DNS, if any, comes from ClusterDNS).
+		// The host's resolvers are not for pods: they get their own loopback, where
+		// nothing answers on port 53, so a query fails at once and never leaves the
+		// pod. (An empty file would do for most pods, but CoreDNS refuses to start
+		// when its upstream list is empty: vCluster runs one per team.) Cluster DNS,
+		// if any, comes from ClusterDNS.
 		ResolverConfig:              ptr.To(n.path("resolv.conf")),
 		ClusterDomain:               "cluster.local",
 		ClusterDNS:                  n.opts.ClusterDNS,
@@ -73,7 +76,7 @@ func (n *Node) startKubelet() error {
 	if err := writeFile(n.path("pki", "ca.crt"), n.cp.PKI.CACert()); err != nil {
 		return err
 	}
-	if err := writeFile(n.path("resolv.conf"), nil); err != nil {
+	if err := writeFile(n.path("resolv.conf"), []byte("nameserver 127.0.0.1\n")); err != nil {
 		return err
 	}
 	kubeconfig := n.path("kubelet.kubeconfig")

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"time"
@@ -9,6 +10,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
+
+// logWriter receives the backends' progress and build output.
+var logWriter io.Writer = os.Stderr
 
 // Backend is a host cluster with gpuvc installed.
 type Backend interface {
@@ -36,12 +40,15 @@ func dockerAnswers() bool {
 	return exec.CommandContext(ctx, "docker", "info").Run() == nil
 }
 
-// chooseBackend returns the backend GPUVC_E2E_BACKEND names ("local" or "kind"),
-// else local. The kind backend is chosen only on request until the kind trial
-// lands; dockerAnswers then becomes the default switch.
+// chooseBackend returns the backend GPUVC_E2E_BACKEND names: "kind", "kwok"
+// (local control plane, kwok nodes only) or, by default, "local" (local control
+// plane with a real node where this machine allows one, else kwok only). The kind
+// backend is chosen only on request until the kind trial lands; dockerAnswers
+// then becomes the default switch.
 func chooseBackend() string {
-	if os.Getenv("GPUVC_E2E_BACKEND") == "kind" {
-		return "kind"
+	switch b := os.Getenv("GPUVC_E2E_BACKEND"); b {
+	case "kind", "kwok":
+		return b
 	}
 	return "local"
 }

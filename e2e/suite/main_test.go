@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "gpuvc-e2e-bin-")
 	if err != nil {
@@ -43,13 +43,20 @@ func run(m *testing.M) int {
 	switch chooseBackend() {
 	case "kind":
 		backend, err = startKind(ctx, gpuvcBin)
+	case "kwok":
+		fmt.Fprintln(os.Stderr, "e2e: GPUVC_E2E_BACKEND=kwok: local control plane with kwok nodes only; checks that need running containers skip")
+		backend, err = startLocal(ctx, gpuvcBin)
 	default:
 		if dockerAnswers() {
 			fmt.Fprintln(os.Stderr, "e2e: a Docker engine answers, but the kind backend is opt-in (GPUVC_E2E_BACKEND=kind); using the local control plane")
-		} else {
-			fmt.Fprintln(os.Stderr, "e2e: no Docker engine answers: running on the local control plane (kwok GPU nodes); checks that need running containers skip")
 		}
-		backend, err = startLocal(ctx, gpuvcBin)
+		if why := realNodeUnavailable(); why != "" {
+			fmt.Fprintf(os.Stderr, "e2e: no real node here (%s): local control plane with kwok nodes only; checks that need running containers skip\n", why)
+			backend, err = startLocal(ctx, gpuvcBin)
+		} else {
+			fmt.Fprintln(os.Stderr, "e2e: local control plane with a real node (kubelet, containerd, runc) and kwok GPU nodes")
+			backend, err = startReal(ctx, gpuvcBin)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the backend:", err)

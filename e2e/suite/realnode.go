@@ -1,0 +1,192 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/gpuvc/gpuvc/e2e/images"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/localnode"
+	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/kind/nodepool"
+)
+
+// The real node is the system pool: vCluster control planes and the gpuvc manager
+// run there for real, and so do the workloads of teams whose pool is "system". It
+// carries simulated GPUs (a real kubelet, a simulated device plugin) so that GPU
+// pods of those teams really run too. The GPU pools stay kwok nodes.
+const (
+	realNodeName = "system-0"
+	realPool     = "system"
+	// gpuvcNamespace is where `gpuvc install` puts the manager.
+	gpuvcNamespace = "gpuvc-system"
+)
+
+// realNodeGPUs are the simulated GPUs of the real node: two whole A100-80GB and
+// two in MIG mode with the balanced layout.
+var realNodeGPUs = inventory.Spec{
+	Product: nodepool.ProductA100_80GB, Count: 4,
+	MIG: []string{"all-disabled", "all-disabled", "all-balanced", "all-balanced"},
+}
+
+// realBackend is the local control plane with one real node (kubelet, containerd,
+// runc, bridge CNI, kube-proxy, kube-router) and gpuvc installed from its chart:
+// the manager and webhook run as pods, every team's vCluster control plane runs
+// for real and exports a kubeconfig that works from this machine.
+type realBackend struct {
+	host     *localnode.Host
+	cp       *localcp.ControlPlane
+	node     *localnode.Node
+	gpuvcBin string
+}
+
+// realNodeUnavailable says why this machine cannot run a real node, or "".
+func realNodeUnavailable() string {
+	if os.Geteuid() != 0 {
+		return "not root (containerd, runc, cgroups and iptables need it)"
+	}
+	return ""
+}
+
+func startReal(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
+	b := &realBackend{gpuvcBin: gpuvcBin}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, b.Stop())
+		}
+	}()
+	began := time.Now()
+	tars, err := realImages(ctx, gpuvcBin)
+	if err != nil {
+		return nil, err
+	}
+	nodeBins, err := localcp.EnsureNodeBinaries(ctx, logWriter)
+	if err != nil {
+		return nil, err
+	}
+	if b.host, err = localnode.Acquire(ctx, logWriter); err != nil {
+		return nil, err
+	}
+	if b.cp, err = localcp.Start(ctx, localcp.Options{NodeIP: b.host.NodeIP(), Pools: gpuPools(), Log: logWriter}); err != nil {
+		return nil, err
+	}
+	system := nodepool.Pool{Name: realPool}
+	gpus := realNodeGPUs
+	if b.node, err = localnode.Start(ctx, b.cp, nodeBins, localnode.Options{
+		Name:          realNodeName,
+		Labels:        system.Labels(nodepool.Node{Name: realNodeName}),
+		Images:        tars,
+		PauseImage:    images.PauseRef,
+		GPUs:          &gpus,
+		NetworkPolicy: true,
+		Host:          b.host,
+		Log:           logWriter,
+	}); err != nil {
+		return nil, err
+	}
+	if err := b.install(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(logWriter, "e2e: real backend ready in %v\n", time.Since(began).Round(time.Second))
+	return b, nil
+}
+
+// gpuPools are the default pools without the system pool, whose node is real.
+func gpuPools() []nodepool.Pool {
+	var pools []nodepool.Pool
+	for _, p := range nodepool.Default() {
+		if p.Name != realPool {
+			pools = append(pools, p)
+		}
+	}
+	return pools
+}
+
+// realValues are the chart values of the suite: the locally built image (never
+// pulled), one manager replica rotating its own webhook certificate, vCluster's
+// chart from inside the image, ephemeral vClusters running the Kubernetes version
+// built here, and team kubeconfigs pointing at the control plane's ClusterIP
+// (this machine runs kube-proxy, so ClusterIPs route from here).
+func realValues() string {
+	repo, tag, _ := strings.Cut(images.GpuvcRef, ":")
+	return fmt.Sprintf(`image: {repository: %s, tag: %q, pullPolicy: Never}
+manager:
+  replicas: 1
+  leaderElection: {enabled: false}
+  podDisruptionBudget: {enabled: false}
+  teamServerURL: "https://{{.ServiceIP}}"
+vcluster:
+  chart: {dir: %s}
+  ephemeral: true
+  values:
+    controlPlane:
+      distro:
+        k8s:
+          image: {tag: %s}
+certManager: {enabled: false}
+agent: {enabled: false}
+`, repo, tag, vclusterChartInImage, localcp.KubernetesVersion)
+}
+
+// install runs `gpuvc install` as a platform engineer would.
+func (b *realBackend) install(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "gpuvc-e2e-values-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	values := filepath.Join(dir, "values.yaml")
+	if err := os.WriteFile(values, []byte(realValues()), 0o644); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, b.gpuvcBin, "--kubeconfig", b.cp.Kubeconfig,
+		"install", "-n", gpuvcNamespace, "-f", values, "--wait", "--timeout", "5m")
+	cmd.Stdout, cmd.Stderr = logWriter, logWriter
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("gpuvc install: %w", err)
+	}
+	return nil
+}
+
+func (b *realBackend) Name() string {
+	return "local control plane with a real node (" + realNodeName + ") and kwok GPU nodes"
+}
+func (b *realBackend) Kubeconfig() string           { return b.cp.Kubeconfig }
+func (b *realBackend) Config() *rest.Config         { return b.cp.Config }
+func (b *realBackend) Client() kubernetes.Interface { return b.cp.Client }
+func (b *realBackend) RunsContainers() bool         { return true }
+
+// ExportKubeconfig waits for the team's vCluster to export its kubeconfig.
+func (b *realBackend) ExportKubeconfig(ctx context.Context, team string) error {
+	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := b.cp.Client.CoreV1().Secrets("team-"+team).Get(ctx, "vc-"+team, metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+// Stop stops the node (every pod, mount, cgroup and rule with it), the control
+// plane, and frees the machine's node slot.
+func (b *realBackend) Stop() error {
+	var errs []error
+	if b.node != nil {
+		errs = append(errs, b.node.Stop())
+	}
+	if b.cp != nil {
+		errs = append(errs, b.cp.Stop())
+	}
+	if b.host != nil {
+		errs = append(errs, b.host.Release())
+	}
+	return errors.Join(errs...)
+}
