@@ -284,10 +284,10 @@ func TestRenderedObjects(t *testing.T) {
 		"one replica without leader election": concat(core, metrics, certManager, agent),
 		"kind trial": concat(core, leaderElection, pdb, metrics, certManager, agentRBAC,
 			[]string{ns("DaemonSet", "gpuvc-agent-a100")}),
-		"metrics off":     concat(core, leaderElection, pdb, certManager, agent),
-		"real nodes":      defaults,
+		"metrics off":              concat(core, leaderElection, pdb, certManager, agent),
+		"real nodes":               defaults,
 		"platform vCluster values": concat(defaults, []string{ns("ConfigMap", "gpuvc-vcluster-values")}),
-		"service monitor": concat(defaults, []string{ns("ServiceMonitor", "gpuvc-manager")}),
+		"service monitor":          concat(defaults, []string{ns("ServiceMonitor", "gpuvc-manager")}),
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
