@@ -73,6 +73,8 @@ type ControlPlane struct {
 	kcmPort   int
 	schedPort int
 	stopped   bool
+	// nodeIPLock is held while a NodeIP control plane runs (port 6443).
+	nodeIPLock *os.File
 }
 
 // State is what a detached control plane leaves on disk so `dev cluster down` can
@@ -117,6 +119,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	etcdPort, peerPort, apiPort, kwokPort := ports[0], ports[1], ports[2], ports[5]
 	cp.kcmPort, cp.schedPort = ports[3], ports[4]
 	if opts.NodeIP != nil {
+		if cp.nodeIPLock, err = LockExclusive(ctx, nodeIPLock, "another control plane for a real node runs on this machine"); err != nil {
+			return nil, err
+		}
 		// Pods reach the API server at its endpoint's port once kube-proxy has
 		// translated the Service address, and NetworkPolicies (gpuvc's for vCluster
 		// control planes among them) allow the API server's usual port, as on
@@ -267,6 +272,9 @@ func (cp *ControlPlane) Stop() error {
 	var errs []error
 	for i := len(cp.procs) - 1; i >= 0; i-- {
 		errs = append(errs, cp.procs[i].stop(10*time.Second))
+	}
+	if cp.nodeIPLock != nil {
+		errs = append(errs, cp.nodeIPLock.Close())
 	}
 	if cp.removeDir {
 		errs = append(errs, os.RemoveAll(cp.Dir))

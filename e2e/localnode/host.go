@@ -9,10 +9,11 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 )
 
 // Fixed places: only one node runs per machine (the kubelet's device-plugin
@@ -77,7 +78,7 @@ func Acquire(ctx context.Context, log io.Writer) (h *Host, err error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("localnode: a real node needs root (containerd, runc, cgroups, iptables, bridge)")
 	}
-	lock, err := lockExclusive(ctx, lockPath)
+	lock, err := localcp.LockExclusive(ctx, lockPath, "another real node runs on this machine")
 	if err != nil {
 		return nil, err
 	}
@@ -241,30 +242,3 @@ func cleanupHost(ctx context.Context, st *hostState) error {
 	return errors.Join(errs...)
 }
 
-// lockExclusive takes an exclusive flock on path, polling until ctx ends (a
-// blocking flock cannot be cancelled).
-func lockExclusive(ctx context.Context, path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("waiting for %s (another real node runs on this machine): %w", path, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}

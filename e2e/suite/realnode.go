@@ -75,10 +75,12 @@ func startReal(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.host, err = localnode.Acquire(ctx, logWriter); err != nil {
+	// The control plane first, then the node's slot: every package that runs a real
+	// node takes the two locks in this order.
+	if b.cp, err = localcp.Start(ctx, localcp.Options{NodeIP: localnode.NodeIP, Pools: gpuPools(), Log: logWriter}); err != nil {
 		return nil, err
 	}
-	if b.cp, err = localcp.Start(ctx, localcp.Options{NodeIP: b.host.NodeIP(), Pools: gpuPools(), Log: logWriter}); err != nil {
+	if b.host, err = localnode.Acquire(ctx, logWriter); err != nil {
 		return nil, err
 	}
 	system := nodepool.Pool{Name: realPool}
