@@ -6,8 +6,10 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,6 +128,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	opts.Team.SystemPool = opts.SystemPool
 	r := team.NewReconciler(mgr.GetClient(), vc, mgr.GetEventRecorder("gpuvc-manager"), opts.Team)
 	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// Per-team GPU requests and quota; a second manager in one process (tests)
+	// keeps the first one's collector.
+	if err := metrics.Registry.Register(team.NewUsageCollector(mgr.GetCache())); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 		return nil, err
 	}
 	if opts.WebhookPort != 0 {
