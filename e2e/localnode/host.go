@@ -241,4 +241,3 @@ func cleanupHost(ctx context.Context, st *hostState) error {
 	errs = append(errs, restoreSysctls(st.Sysctls))
 	return errors.Join(errs...)
 }
-
