@@ -40,15 +40,17 @@ func dockerAnswers() bool {
 	return exec.CommandContext(ctx, "docker", "info").Run() == nil
 }
 
-// chooseBackend returns the backend GPUVC_E2E_BACKEND names: "kind", "kwok"
-// (local control plane, kwok nodes only) or, by default, "local" (local control
-// plane with a real node where this machine allows one, else kwok only). The kind
-// backend is chosen only on request until the kind trial lands; dockerAnswers
-// then becomes the default switch.
+// chooseBackend returns the backend GPUVC_E2E_BACKEND names — "kind", "local"
+// (local control plane with a real node where this machine allows one, else kwok
+// only) or "kwok" (local control plane, kwok nodes only) — and without it "kind"
+// when a Docker engine answers, else "local".
 func chooseBackend() string {
 	switch b := os.Getenv("GPUVC_E2E_BACKEND"); b {
-	case "kind", "kwok":
+	case "kind", "kwok", "local":
 		return b
+	}
+	if dockerAnswers() {
+		return "kind"
 	}
 	return "local"
 }

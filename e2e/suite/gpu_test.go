@@ -17,15 +17,17 @@ import (
 func TestGPURequestsLandOnTheRightNodes(t *testing.T) {
 	ctx := e2e(t)
 	createTeam(ctx, t, "mapping", "--pool", "a100", "--gpus", "4", "--mig", "1g.10gb=4", "--mig", "2g.20gb=2", "--fractions")
+	// The pod must land on an a100 node that offers what it was given (on the local
+	// backend a100-0 has whole GPUs, a100-mig-0 MIG slices; kind's a100-0 has both).
 	cases := map[string]struct {
-		pod      *corev1.Pod
-		wantNode string
-		check    func(t *testing.T, p *corev1.Pod)
+		pod          *corev1.Pod
+		wantResource corev1.ResourceName
+		check        func(t *testing.T, p *corev1.Pod)
 	}{
-		"whole GPU": {pod: testobj.Pod("train", "default").GPUs("1").Obj(), wantNode: "a100-0"},
-		"MIG slice": {pod: testobj.Pod("notebook", "default").MIG("1g.10gb", "1").Obj(), wantNode: "a100-mig-0"},
+		"whole GPU": {pod: testobj.Pod("train", "default").GPUs("1").Obj(), wantResource: "nvidia.com/gpu"},
+		"MIG slice": {pod: testobj.Pod("notebook", "default").MIG("1g.10gb", "1").Obj(), wantResource: "nvidia.com/mig-1g.10gb"},
 		"MIG profile of another GPU model": {
-			pod: testobj.Pod("nvl", "default").MIG("1g.12gb", "1").Obj(), wantNode: "a100-mig-0",
+			pod: testobj.Pod("nvl", "default").MIG("1g.12gb", "1").Obj(), wantResource: "nvidia.com/mig-2g.20gb",
 			check: func(t *testing.T, p *corev1.Pod) {
 				_, mapped := p.Spec.Containers[0].Resources.Limits["nvidia.com/mig-2g.20gb"]
 				require.True(t, mapped, "1g.12gb (H100 NVL) maps to the smallest a100 profile with at least 12 GB: %v", p.Spec.Containers[0].Resources.Limits)
@@ -38,7 +40,7 @@ func TestGPURequestsLandOnTheRightNodes(t *testing.T) {
 			require.NoError(t, err)
 			// The tenant set no pool: the syncer pinned the pod to the team's pool.
 			require.Equal(t, "a100", created.Spec.NodeSelector["gpuvc.dev/pool"])
-			eventually(ctx, t, name+" running on "+tc.wantNode, func(ctx context.Context) (bool, string) {
+			eventually(ctx, t, name+" running on an a100 node offering "+string(tc.wantResource), func(ctx context.Context) (bool, string) {
 				p, err := backend.Client().CoreV1().Pods(created.Namespace).Get(ctx, created.Name, metav1.GetOptions{})
 				if err != nil {
 					return false, err.Error()
@@ -46,8 +48,17 @@ func TestGPURequestsLandOnTheRightNodes(t *testing.T) {
 				if tc.check != nil {
 					tc.check(t, p)
 				}
-				return p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == tc.wantNode,
-					fmt.Sprintf("phase %s on %q", p.Status.Phase, p.Spec.NodeName)
+				if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "" {
+					return false, fmt.Sprintf("phase %s on %q", p.Status.Phase, p.Spec.NodeName)
+				}
+				node, err := backend.Client().CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				offered := node.Status.Allocatable[tc.wantResource]
+				require.Equal(t, "a100", node.Labels["gpuvc.dev/pool"], "node %s", node.Name)
+				require.False(t, offered.IsZero(), "node %s does not offer %s", node.Name, tc.wantResource)
+				return true, ""
 			})
 		})
 	}

@@ -42,14 +42,12 @@ func run(m *testing.M) int {
 	}
 	switch chooseBackend() {
 	case "kind":
+		fmt.Fprintln(os.Stderr, "e2e: kind backend (a Docker engine answers, or GPUVC_E2E_BACKEND=kind); GPUVC_E2E_BACKEND=local runs the local control plane instead")
 		backend, err = startKind(ctx, gpuvcBin)
 	case "kwok":
 		fmt.Fprintln(os.Stderr, "e2e: GPUVC_E2E_BACKEND=kwok: local control plane with kwok nodes only; checks that need running containers skip")
 		backend, err = startLocal(ctx, gpuvcBin)
 	default:
-		if dockerAnswers() {
-			fmt.Fprintln(os.Stderr, "e2e: a Docker engine answers, but the kind backend is opt-in (GPUVC_E2E_BACKEND=kind); using the local control plane")
-		}
 		if why := realNodeUnavailable(); why != "" {
 			fmt.Fprintf(os.Stderr, "e2e: no real node here (%s): local control plane with kwok nodes only; checks that need running containers skip\n", why)
 			backend, err = startLocal(ctx, gpuvcBin)

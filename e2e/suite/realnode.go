@@ -45,9 +45,11 @@ var realNodeGPUs = inventory.Spec{
 // the manager and webhook run as pods, every team's vCluster control plane runs
 // for real and exports a kubeconfig that works from this machine.
 type realBackend struct {
-	host     *localnode.Host
-	cp       *localcp.ControlPlane
-	node     *localnode.Node
+	host *localnode.Host
+	cp   *localcp.ControlPlane
+	node *localnode.Node
+	// shim is the containerd shim executable: no process may run it after Stop.
+	shim     string
 	gpuvcBin string
 }
 
@@ -75,6 +77,7 @@ func startReal(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
+	b.shim = nodeBins.ContainerdShim
 	// The control plane first, then the node's slot: every package that runs a real
 	// node takes the two locks in this order.
 	if b.cp, err = localcp.Start(ctx, localcp.Options{NodeIP: localnode.NodeIP, Pools: gpuPools(), Log: logWriter}); err != nil {
@@ -178,17 +181,47 @@ func (b *realBackend) ExportKubeconfig(ctx context.Context, team string) error {
 }
 
 // Stop stops the node (every pod, mount, cgroup and rule with it), the control
-// plane, and frees the machine's node slot.
+// plane, and frees the machine's node slot; then it checks that no process of
+// them survived, containers' shims included.
 func (b *realBackend) Stop() error {
+	pids := map[string]int{}
 	var errs []error
 	if b.node != nil {
+		for c, pid := range b.node.PIDs() {
+			pids[string(c)] = pid
+		}
 		errs = append(errs, b.node.Stop())
 	}
 	if b.cp != nil {
+		for c, pid := range b.cp.PIDs() {
+			pids[c] = pid
+		}
 		errs = append(errs, b.cp.Stop())
 	}
 	if b.host != nil {
 		errs = append(errs, b.host.Release())
 	}
+	for name, pid := range pids {
+		if localcp.Alive(pid) {
+			errs = append(errs, fmt.Errorf("%s (pid %d) still runs after Stop", name, pid))
+		}
+	}
+	if b.shim != "" {
+		errs = append(errs, noProcessOf(b.shim))
+	}
 	return errors.Join(errs...)
+}
+
+// noProcessOf fails if a process runs the executable exe.
+func noProcessOf(exe string) error {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if path, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && path == exe {
+			return fmt.Errorf("pid %s (%s) still runs after Stop", e.Name(), exe)
+		}
+	}
+	return nil
 }
