@@ -50,6 +50,10 @@ type Options struct {
 	// its serving certificate and authenticates to kubelets with a client certificate
 	// (kubectl logs/exec). Nil keeps everything on loopback.
 	NodeIP net.IP
+	// APIPort is the API server's port. 0: a free port, or with NodeIP the API
+	// server's usual 6443, held by a machine-wide lock (one such control plane at
+	// a time). A test that needs a second NodeIP control plane next to one sets it.
+	APIPort int
 	// ExtraAPIServerArgs are appended to kube-apiserver's flags.
 	ExtraAPIServerArgs []string
 	// Detached lets the processes outlive this program (a developer's cluster).
@@ -118,7 +122,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	etcdPort, peerPort, apiPort, kwokPort := ports[0], ports[1], ports[2], ports[5]
 	cp.kcmPort, cp.schedPort = ports[3], ports[4]
-	if opts.NodeIP != nil {
+	if opts.APIPort != 0 {
+		apiPort = opts.APIPort
+	} else if opts.NodeIP != nil {
 		if cp.nodeIPLock, err = LockExclusive(ctx, nodeIPLock, "another control plane for a real node runs on this machine"); err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,7 +162,10 @@ func TestCrashHelper(t *testing.T) {
 	require.NoError(t, err)
 	tars, err := buildImages(ctx)
 	require.NoError(t, err)
-	cp, err := localcp.Start(ctx, localcp.Options{NodeIP: localnode.NodeIP, Pools: []nodepool.Pool{}, Dir: filepath.Join(filepath.Dir(record), "cp")})
+	// Its own control plane, next to the package's (which holds port 6443).
+	port, err := freePort()
+	require.NoError(t, err)
+	cp, err := localcp.Start(ctx, localcp.Options{NodeIP: localnode.NodeIP, APIPort: port, Pools: []nodepool.Pool{}, Dir: filepath.Join(filepath.Dir(record), "cp")})
 	require.NoError(t, err)
 	n, err := localnode.Start(ctx, cp, nodeBins, localnode.Options{Name: "crashing", Images: tars, PauseImage: images.PauseRef, Log: testWriter{t}})
 	require.NoError(t, err)
@@ -298,4 +302,14 @@ func ownIPSets(t *testing.T) []string {
 		}
 	}
 	return found
+}
+
+// freePort returns a TCP port nothing listens on now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
