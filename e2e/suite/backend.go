@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -53,4 +55,13 @@ func chooseBackend() string {
 		return "kind"
 	}
 	return "local"
+}
+
+// waitForVClusterKubeconfig waits until the team's vCluster has exported its
+// kubeconfig Secret (vc-<team>) on the host.
+func waitForVClusterKubeconfig(ctx context.Context, cs kubernetes.Interface, team string, timeout time.Duration) error {
+	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Secrets("team-"+team).Get(ctx, "vc-"+team, metav1.GetOptions{})
+		return err == nil, nil
+	})
 }

@@ -7,8 +7,6 @@ import (
 	"os"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -116,10 +114,7 @@ func (b *kindBackend) RunsContainers() bool         { return true }
 // ExportKubeconfig waits for the team's vCluster to export its kubeconfig (the
 // first team on a fresh cluster waits for vCluster's images to be pulled).
 func (b *kindBackend) ExportKubeconfig(ctx context.Context, team string) error {
-	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := b.cluster.Client.CoreV1().Secrets("team-"+team).Get(ctx, "vc-"+team, metav1.GetOptions{})
-		return err == nil, nil
-	})
+	return waitForVClusterKubeconfig(ctx, b.cluster.Client, team, 5*time.Minute)
 }
 
 // Stop deletes the cluster the backend created; a cluster named by

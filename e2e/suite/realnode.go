@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -174,10 +172,7 @@ func (b *realBackend) RunsContainers() bool         { return true }
 
 // ExportKubeconfig waits for the team's vCluster to export its kubeconfig.
 func (b *realBackend) ExportKubeconfig(ctx context.Context, team string) error {
-	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := b.cp.Client.CoreV1().Secrets("team-"+team).Get(ctx, "vc-"+team, metav1.GetOptions{})
-		return err == nil, nil
-	})
+	return waitForVClusterKubeconfig(ctx, b.cp.Client, team, 3*time.Minute)
 }
 
 // Stop stops the node (every pod, mount, cgroup and rule with it), the control

@@ -64,17 +64,13 @@ func desiredControlPlanePolicy(t *gpuvcv1.Team) *networkingv1ac.NetworkPolicyApp
 	if !defaultDeny(t) {
 		return nil
 	}
-	apiEgress := networkingv1ac.NetworkPolicyEgressRule()
-	for _, p := range hostAPIPorts {
-		apiEgress.WithPorts(port(corev1.ProtocolTCP, p))
-	}
 	return networkingv1ac.NetworkPolicy(ControlPlanePolicyName, gpuvcv1.HostNamespace(t.Name)).
 		WithLabels(teamLabels(t)).
 		WithSpec(networkingv1ac.NetworkPolicySpec().
 			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(controlPlaneSelector(t))).
 			WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
 			WithIngress(networkingv1ac.NetworkPolicyIngressRule().WithPorts(port(corev1.ProtocolTCP, vclusterAPIPort))).
-			WithEgress(apiEgress))
+			WithEgress(hostAPIEgress()))
 }
 
 // desiredReservationPolicy lets reservation pods (`gpuvc reserve`) reach the host
@@ -86,16 +82,21 @@ func desiredReservationPolicy(t *gpuvcv1.Team) *networkingv1ac.NetworkPolicyAppl
 	if !defaultDeny(t) {
 		return nil
 	}
-	apiEgress := networkingv1ac.NetworkPolicyEgressRule()
-	for _, p := range hostAPIPorts {
-		apiEgress.WithPorts(port(corev1.ProtocolTCP, p))
-	}
 	return networkingv1ac.NetworkPolicy(ReservationPolicyName, gpuvcv1.HostNamespace(t.Name)).
 		WithLabels(teamLabels(t)).
 		WithSpec(networkingv1ac.NetworkPolicySpec().
 			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{syncer.LabelRole: syncer.RoleReservation})).
 			WithPolicyTypes(networkingv1.PolicyTypeEgress).
-			WithEgress(apiEgress))
+			WithEgress(hostAPIEgress()))
+}
+
+// hostAPIEgress allows connections to the host API server's ports.
+func hostAPIEgress() *networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
+	rule := networkingv1ac.NetworkPolicyEgressRule()
+	for _, p := range hostAPIPorts {
+		rule.WithPorts(port(corev1.ProtocolTCP, p))
+	}
+	return rule
 }
 
 // controlPlaneSelector matches the vCluster chart's control-plane pod.
