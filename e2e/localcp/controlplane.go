@@ -116,7 +116,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if cp.Binaries, err = EnsureBinaries(ctx, log); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(6)
+	ports, err := FreePorts(6)
 	if err != nil {
 		return nil, err
 	}

@@ -5,10 +5,10 @@ import (
 	"net"
 )
 
-// freePorts reserves n distinct free TCP ports on 127.0.0.1. The listeners are held
+// FreePorts reserves n distinct free TCP ports on 127.0.0.1. The listeners are held
 // until all are chosen so the same port is never returned twice; another program
 // could still take one before the component binds it, which is rare on loopback.
-func freePorts(n int) ([]int, error) {
+func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {

@@ -8,6 +8,8 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 )
 
 // kubeletConfig is the kubelet's configuration: cgroupfs under the node's cgroup
@@ -83,7 +85,7 @@ func (n *Node) startKubelet() error {
 	if err := n.cp.WriteKubeconfig(kubeconfig, "system:node:"+n.Name, "system:nodes"); err != nil {
 		return err
 	}
-	ports, err := freePorts(2)
+	ports, err := localcp.FreePorts(2)
 	if err != nil {
 		return err
 	}

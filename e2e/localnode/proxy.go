@@ -11,6 +11,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 )
 
 // startKubeProxy starts kube-proxy in iptables mode. It leaves the conntrack
@@ -22,7 +24,7 @@ func (n *Node) startKubeProxy() error {
 	if err := n.cp.WriteKubeconfig(kubeconfig, "system:kube-proxy"); err != nil {
 		return err
 	}
-	ports, err := freePorts(2)
+	ports, err := localcp.FreePorts(2)
 	if err != nil {
 		return err
 	}
@@ -72,7 +74,7 @@ func (n *Node) startKubeRouter(ctx context.Context) error {
 	if err := n.cp.WriteKubeconfig(kubeconfig, kubeRouterUser); err != nil {
 		return err
 	}
-	ports, err := freePorts(1)
+	ports, err := localcp.FreePorts(1)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func (b *localBackend) startManager(ctx context.Context, bin string) error {
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(3)
+	ports, err := localcp.FreePorts(3)
 	if err != nil {
 		return err
 	}
@@ -140,23 +140,4 @@ func waitTLS(ctx context.Context, port int) error {
 		conn.Close()
 		return true, nil
 	})
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
