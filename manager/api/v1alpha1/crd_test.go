@@ -125,7 +125,7 @@ var invalidTeams = map[string]struct {
 	"negative storage": {manifest: "metadata: {name: negsto}\nspec: {pool: a100, quota: {storage: \"-1\"}}", want: []string{"spec.quota.storage", "is negative"}},
 	"mig profile no GPU offers": {
 		manifest: "metadata: {name: mig7}\nspec: {pool: a100, quota: {mig: {1g.7gb: 1, 1g.10gb: 1}}}",
-		want:     []string{"spec.quota.mig", "no known GPU model offers MIG profile 1g.7gb;", "3g.40gb"},
+		want:     []string{"spec.quota.mig", "no known GPU model offers this MIG profile; known profiles:", "3g.40gb"},
 	},
 	"egress prefix too long": {
 		manifest: "metadata: {name: egress33}\nspec: {pool: a100, quota: {}, network: {allowedEgressCIDRs: [10.0.0.0/33]}}",
