@@ -40,12 +40,18 @@ type result struct {
 // gpuvc runs the real command tree in-process against the local control plane.
 func gpuvc(t *testing.T, args ...string) result {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	streams := cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	cmd := root.NewCommand(streams)
 	if host != nil {
 		args = append([]string{"--kubeconfig", host.Kubeconfig}, args...)
 	}
+	return gpuvcAlone(t, args...)
+}
+
+// gpuvcAlone runs the command tree with only the given arguments.
+func gpuvcAlone(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	streams := cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	cmd := root.NewCommand(streams)
 	cmd.SetArgs(args)
 	code := cli.Run(cmd)
 	return result{out: out.String(), errOut: errOut.String(), code: code}
