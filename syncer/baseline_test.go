@@ -6,31 +6,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/gpuvc/gpuvc/e2e/testobj"
 )
 
-// withSC edits the security context of the first container.
-func withSC(p *testobj.PodWrapper, edit func(sc *corev1.SecurityContext)) *corev1.Pod {
-	return p.Edit(func(pod *corev1.Pod) {
-		c := &pod.Spec.Containers[0]
-		if c.SecurityContext == nil {
-			c.SecurityContext = &corev1.SecurityContext{}
-		}
-		edit(c.SecurityContext)
-	}).Obj()
+func addCaps(caps ...corev1.Capability) *corev1.Pod { return pod().AddCapabilities(caps...).Obj() }
+
+// withSC and withPodSC edit the first container's or the pod's security context.
+func withSC(edit func(sc *corev1.SecurityContext)) *corev1.Pod {
+	return pod().ContainerSecurity(edit).Obj()
 }
 
-// withPodSC edits the pod's security context.
 func withPodSC(edit func(sc *corev1.PodSecurityContext)) *corev1.Pod {
-	return pod().Edit(func(pod *corev1.Pod) {
-		pod.Spec.SecurityContext = &corev1.PodSecurityContext{}
-		edit(pod.Spec.SecurityContext)
-	}).Obj()
-}
-
-func addCaps(caps ...corev1.Capability) *corev1.Pod {
-	return withSC(pod(), func(sc *corev1.SecurityContext) { sc.Capabilities = &corev1.Capabilities{Add: caps} })
+	return pod().PodSecurity(edit).Obj()
 }
 
 // restrictedSC is the container security context gpuvc gives its own pods
@@ -56,8 +42,8 @@ func TestCheckCapabilities(t *testing.T) {
 		"NET_BIND_SERVICE":           {pod: addCaps("NET_BIND_SERVICE")},
 		"every baseline capability":  {pod: addCaps("AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT")},
 		"CAP_ prefix and lower case": {pod: addCaps("CAP_CHOWN", "kill", "cap_setuid")},
-		"drop ALL":                   {pod: withSC(pod(), restrictedSC)},
-		"drop ALL, add NET_BIND_SERVICE": {pod: withSC(pod(), func(sc *corev1.SecurityContext) {
+		"drop ALL":                   {pod: withSC(restrictedSC)},
+		"drop ALL, add NET_BIND_SERVICE": {pod: withSC(func(sc *corev1.SecurityContext) {
 			sc.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_BIND_SERVICE"}}
 		})},
 		"SYS_ADMIN": {pod: addCaps("SYS_ADMIN"), reason: ReasonCapabilityNotAllowed, says: []string{
@@ -77,14 +63,14 @@ func TestCheckSeccompAndAppArmor(t *testing.T) {
 		"RuntimeDefault": {pod: withPodSC(func(sc *corev1.PodSecurityContext) {
 			sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 		})},
-		"Localhost": {pod: withSC(pod(), func(sc *corev1.SecurityContext) {
+		"Localhost": {pod: withSC(func(sc *corev1.SecurityContext) {
 			sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("p.json")}
 		})},
 		"pod Unconfined": {pod: withPodSC(func(sc *corev1.PodSecurityContext) {
 			sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
 		}),
 			reason: ReasonSeccompUnconfined, says: []string{"spec.securityContext.seccompProfile.type=Unconfined", "limit: seccompProfile.type RuntimeDefault, Localhost or unset", "use RuntimeDefault"}},
-		"container Unconfined": {pod: withSC(pod(), func(sc *corev1.SecurityContext) {
+		"container Unconfined": {pod: withSC(func(sc *corev1.SecurityContext) {
 			sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
 		}),
 			reason: ReasonSeccompUnconfined, says: []string{"spec.containers[0].securityContext.seccompProfile.type=Unconfined"}},
@@ -94,7 +80,7 @@ func TestCheckSeccompAndAppArmor(t *testing.T) {
 	})
 	runCheckTable(t, checkAppArmor, map[string]checkCase{
 		"unset": {pod: pod().Obj()},
-		"RuntimeDefault": {pod: withSC(pod(), func(sc *corev1.SecurityContext) {
+		"RuntimeDefault": {pod: withSC(func(sc *corev1.SecurityContext) {
 			sc.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
 		})},
 		"annotation localhost": {pod: pod().Annotation(AppArmorAnnotationPrefix+"main", "localhost/my-profile").Obj()},
@@ -102,7 +88,7 @@ func TestCheckSeccompAndAppArmor(t *testing.T) {
 			sc.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
 		}),
 			reason: ReasonAppArmorUnconfined, says: []string{"spec.securityContext.appArmorProfile.type=Unconfined", "limit: appArmorProfile.type RuntimeDefault, Localhost or unset"}},
-		"container Unconfined": {pod: withSC(pod(), func(sc *corev1.SecurityContext) {
+		"container Unconfined": {pod: withSC(func(sc *corev1.SecurityContext) {
 			sc.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
 		}),
 			reason: ReasonAppArmorUnconfined, says: []string{"spec.containers[0].securityContext.appArmorProfile.type=Unconfined"}},
@@ -114,16 +100,16 @@ func TestCheckSeccompAndAppArmor(t *testing.T) {
 func TestCheckProcMountAndSysctls(t *testing.T) {
 	runCheckTable(t, checkProcMount, map[string]checkCase{
 		"unset":   {pod: pod().Obj()},
-		"Default": {pod: withSC(pod(), func(sc *corev1.SecurityContext) { sc.ProcMount = ptr.To(corev1.DefaultProcMount) })},
-		"Unmasked": {pod: withSC(pod(), func(sc *corev1.SecurityContext) { sc.ProcMount = ptr.To(corev1.UnmaskedProcMount) }),
+		"Default": {pod: withSC(func(sc *corev1.SecurityContext) { sc.ProcMount = ptr.To(corev1.DefaultProcMount) })},
+		"Unmasked": {pod: withSC(func(sc *corev1.SecurityContext) { sc.ProcMount = ptr.To(corev1.UnmaskedProcMount) }),
 			reason: ReasonProcMountNotAllowed, says: []string{"spec.containers[0].securityContext.procMount=Unmasked", "limit: procMount Default or unset"}},
 	})
 	sysctls := func(names ...string) *corev1.Pod {
-		return withPodSC(func(sc *corev1.PodSecurityContext) {
-			for _, n := range names {
-				sc.Sysctls = append(sc.Sysctls, corev1.Sysctl{Name: n, Value: "1"})
-			}
-		})
+		p := pod()
+		for _, n := range names {
+			p.Sysctl(n, "1")
+		}
+		return p.Obj()
 	}
 	runCheckTable(t, checkSysctls, map[string]checkCase{
 		"none":           {pod: pod().Obj()},
@@ -146,14 +132,14 @@ func TestCheckHostPortsAndHostProcess(t *testing.T) {
 	})
 	runCheckTable(t, checkHostProcess, map[string]checkCase{
 		"unset": {pod: pod().Obj()},
-		"hostProcess false": {pod: withSC(pod(), func(sc *corev1.SecurityContext) {
+		"hostProcess false": {pod: withSC(func(sc *corev1.SecurityContext) {
 			sc.WindowsOptions = &corev1.WindowsSecurityContextOptions{HostProcess: ptr.To(false)}
 		})},
 		"pod hostProcess": {pod: withPodSC(func(sc *corev1.PodSecurityContext) {
 			sc.WindowsOptions = &corev1.WindowsSecurityContextOptions{HostProcess: ptr.To(true)}
 		}),
 			reason: ReasonHostProcess, says: []string{"spec.securityContext.windowsOptions.hostProcess=true", "limit: windowsOptions.hostProcess false or unset"}},
-		"container hostProcess": {pod: withSC(pod(), func(sc *corev1.SecurityContext) {
+		"container hostProcess": {pod: withSC(func(sc *corev1.SecurityContext) {
 			sc.WindowsOptions = &corev1.WindowsSecurityContextOptions{HostProcess: ptr.To(true)}
 		}),
 			reason: ReasonHostProcess, says: []string{"spec.containers[0].securityContext.windowsOptions.hostProcess=true"}},
@@ -162,7 +148,7 @@ func TestCheckHostPortsAndHostProcess(t *testing.T) {
 
 func TestCheckSELinux(t *testing.T) {
 	container := func(o corev1.SELinuxOptions) *corev1.Pod {
-		return withSC(pod(), func(sc *corev1.SecurityContext) { sc.SELinuxOptions = &o })
+		return withSC(func(sc *corev1.SecurityContext) { sc.SELinuxOptions = &o })
 	}
 	runCheckTable(t, checkSELinux, map[string]checkCase{
 		"unset":                  {pod: pod().Obj()},
@@ -189,7 +175,7 @@ func TestBaselineInChains(t *testing.T) {
 		}
 	}
 	// gpuvc's own pods: reservation pods and restricted control planes.
-	own := withSC(pod(), restrictedSC)
+	own := withSC(restrictedSC)
 	own.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
 	for _, check := range baselineChecks {
 		if reason, msg, denied := check(input(own)); denied {
