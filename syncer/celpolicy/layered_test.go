@@ -270,7 +270,8 @@ func startWebhook(ctx context.Context, t *testing.T) {
 }
 
 // refusedByWebhook asserts that gpuvc's mutating webhook refused the request
-// with every word given.
+// with every word given. The webhook lists every refusal ("gpuvc: A: ...; B:
+// ..."), so the reason may come later than first.
 func refusedByWebhook(t *testing.T, err error, words ...string) {
 	t.Helper()
 	if err == nil {
@@ -281,7 +282,10 @@ func refusedByWebhook(t *testing.T, err error, words ...string) {
 	if !strings.Contains(msg, `admission webhook "pods.mutate.gpuvc.dev" denied the request`) {
 		t.Fatalf("refused, but not by gpuvc's mutating webhook: %s", msg)
 	}
-	for _, w := range words {
+	for i, w := range words {
+		if i == 0 {
+			w = strings.TrimPrefix(w, "gpuvc: ")
+		}
 		if !strings.Contains(msg, w) {
 			t.Errorf("refusal lacks %q", w)
 		}
