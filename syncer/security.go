@@ -6,8 +6,14 @@ import (
 )
 
 // Security checks: things a tenant pod could use to reach the node, and thereby
-// every GPU and every other team's pods on it. Pod Security Admission is a second
-// layer; these hold even if a namespace's PSA labels are wrong.
+// every GPU and every other team's pods on it. Together with baseline.go they
+// are the Pod Security "baseline" profile — privileged, hostPath, host
+// namespaces here; capabilities, seccomp, AppArmor, procMount, sysctls,
+// hostPorts, Windows hostProcess and SELinux there — plus gpuvc's own rules (GPU
+// device env, share ConfigMaps, the reservation account). Pod Security
+// Admission is a second layer; these hold even if a namespace's PSA labels are
+// wrong or the team asked for podSecurity: privileged. They apply to gpuvc's
+// own pods too, which keep to the restricted profile.
 
 func checkPrivileged(in *Input) (string, string, bool) {
 	for _, c := range allContainers(in.Pod) {

@@ -49,3 +49,42 @@ func (p *PodWrapper) EnvFromConfigMap(name string) *PodWrapper {
 	})
 	return p
 }
+
+// ContainerSecurity edits the first container's security context.
+func (p *PodWrapper) ContainerSecurity(edit func(sc *corev1.SecurityContext)) *PodWrapper {
+	edit(p.securityContext(p.Spec.Containers[0].Name))
+	return p
+}
+
+// PodSecurity edits the pod's security context.
+func (p *PodWrapper) PodSecurity(edit func(sc *corev1.PodSecurityContext)) *PodWrapper {
+	if p.Spec.SecurityContext == nil {
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	edit(p.Spec.SecurityContext)
+	return p
+}
+
+// AddCapabilities adds Linux capabilities to the first container.
+func (p *PodWrapper) AddCapabilities(caps ...corev1.Capability) *PodWrapper {
+	return p.ContainerSecurity(func(sc *corev1.SecurityContext) {
+		if sc.Capabilities == nil {
+			sc.Capabilities = &corev1.Capabilities{}
+		}
+		sc.Capabilities.Add = append(sc.Capabilities.Add, caps...)
+	})
+}
+
+// HostPort publishes containerPort on the node's port hostPort.
+func (p *PodWrapper) HostPort(containerPort, hostPort int32) *PodWrapper {
+	c := &p.Spec.Containers[0]
+	c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: containerPort, HostPort: hostPort})
+	return p
+}
+
+// Sysctl sets a namespaced sysctl for the pod.
+func (p *PodWrapper) Sysctl(name, value string) *PodWrapper {
+	return p.PodSecurity(func(sc *corev1.PodSecurityContext) {
+		sc.Sysctls = append(sc.Sysctls, corev1.Sysctl{Name: name, Value: value})
+	})
+}

@@ -14,3 +14,14 @@ func TeamNamespace(team, pool string) *corev1.Namespace {
 		nodepool.PoolLabel: pool,
 	})
 }
+
+// PodSecurityLabels are the Pod Security Admission labels the manager gives a
+// team namespace for the team's podSecurity level.
+func PodSecurityLabels(level string) map[string]string {
+	return map[string]string{
+		"pod-security.kubernetes.io/enforce":         level,
+		"pod-security.kubernetes.io/enforce-version": "latest",
+		"pod-security.kubernetes.io/warn":            level,
+		"pod-security.kubernetes.io/audit":           level,
+	}
+}

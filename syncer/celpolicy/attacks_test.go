@@ -116,6 +116,9 @@ func attacks() map[string]struct {
 	for name, g := range gapAttacks() {
 		m[name] = g
 	}
+	for name, b := range baselineAttacks() {
+		m[name] = b
+	}
 	for _, f := range []string{"1.5", "-0.1", "abc", "0", "1.0", "1e-1", "NaN"} {
 		name := "fraction-" + strings.ToLower(strings.NewReplacer(".", "-", "-", "m").Replace(f))
 		m["gpu-fraction "+f] = a{tenantPod(name).GPUFraction(f),
@@ -173,6 +176,9 @@ func TestLegitimatePods(t *testing.T) {
 		legitimate(t, name, tc.client, tc.pod, tc.node)
 	}
 	for name, pod := range gapLegitimate() {
+		legitimate(t, name, tenant, pod, "")
+	}
+	for name, pod := range baselineLegitimate() {
 		legitimate(t, name, tenant, pod, "")
 	}
 }
@@ -281,6 +287,15 @@ func TestUpdates(t *testing.T) {
 	t.Run("second, privileged debug container is refused", func(t *testing.T) {
 		err := edit("updated", debugContainer("debug-2", true), debug)
 		refusedByFence(t, err, refusal(c.ReasonPrivileged, "spec.ephemeralContainers[1].securityContext.privileged=true")...)
+	})
+	t.Run("debug container adding SYS_ADMIN is refused", func(t *testing.T) {
+		err := edit("updated", func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debug-caps", Image: "registry.invalid/debug",
+				SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}},
+			}})
+		}, debug)
+		refusedByFence(t, err, refusal(c.ReasonCapabilityNotAllowed, "spec.ephemeralContainers[1].securityContext.capabilities.add[0]=SYS_ADMIN")...)
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,6 +150,30 @@ func TestWithWebhook(t *testing.T) {
 		}
 	})
 
+	// The layers agree on Pod Security baseline: the webhook refuses every
+	// baseline attack (before the fence sees it) with the fence's words, and
+	// admits what the fence admits — in a namespace labelled podSecurity:
+	// privileged.
+	for name, a := range baselineAttacks() {
+		t.Run("webhook refuses "+name, func(t *testing.T) {
+			pod := a.pod.Obj()
+			pod.Namespace = layeredNS
+			_, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+			refusedByWebhook(t, err, a.want...)
+		})
+	}
+	for name, pw := range baselineLegitimate() {
+		t.Run("both layers admit "+name, func(t *testing.T) {
+			pod := pw.Obj()
+			pod.Namespace = layeredNS
+			created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("refused with both layers on: %v", err)
+			}
+			deleteAtEnd(test, layeredNS, created.Name)
+		})
+	}
+
 	// Where the layers differ: the webhook admits a nodeName inside the pool,
 	// the CEL fence (which cannot look nodes up) refuses every nodeName.
 	t.Run("nodeName inside the pool is refused by the CEL fence", func(t *testing.T) {
@@ -225,6 +250,9 @@ func startWebhook(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	ns.Labels[layeredLabel] = "on"
+	for k, v := range testobj.PodSecurityLabels("privileged") {
+		ns.Labels[k] = v
+	}
 	if _, err := cp.Client.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -238,5 +266,28 @@ func startWebhook(ctx context.Context, t *testing.T) {
 		return err == nil && got.Labels[syncer.LabelTeam] == layeredTeam, nil
 	}); err != nil {
 		t.Fatalf("the API server never called the webhook: %v (last: %v)", err, last)
+	}
+}
+
+// refusedByWebhook asserts that gpuvc's mutating webhook refused the request
+// with every word given. The webhook lists every refusal ("gpuvc: A: ...; B:
+// ..."), so the reason may come later than first.
+func refusedByWebhook(t *testing.T, err error, words ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("admitted; want a refusal by the webhook containing %q", words)
+	}
+	msg := err.Error()
+	t.Logf("refusal: %s", msg)
+	if !strings.Contains(msg, `admission webhook "pods.mutate.gpuvc.dev" denied the request`) {
+		t.Fatalf("refused, but not by gpuvc's mutating webhook: %s", msg)
+	}
+	for i, w := range words {
+		if i == 0 {
+			w = strings.TrimPrefix(w, "gpuvc: ")
+		}
+		if !strings.Contains(msg, w) {
+			t.Errorf("refusal lacks %q", w)
+		}
 	}
 }

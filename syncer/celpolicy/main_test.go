@@ -25,9 +25,10 @@ import (
 )
 
 // The integration tests run on a real API server with no admission webhook at
-// all: whatever they see refused, the CEL policies refused alone. Team
-// namespaces carry no Pod Security Admission labels, so PSA enforces nothing in
-// them either.
+// all: whatever they see refused, the CEL policies refused alone. Pod Security
+// Admission enforces nothing either: team fraud's namespace is labelled as the
+// manager labels a team with podSecurity: privileged, the others carry no PSA
+// labels (the API server's default is privileged).
 
 const (
 	team       = "fraud"
@@ -96,6 +97,9 @@ func setUp(ctx context.Context) error {
 		return err
 	}
 	if err := createTeamNamespace(ctx, teamNS, team, celpolicy.PolicyParams(&fraudPolicy)); err != nil {
+		return err
+	}
+	if err := labelNamespace(ctx, teamNS, testobj.PodSecurityLabels("privileged")); err != nil {
 		return err
 	}
 	if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(plainNS, nil), metav1.CreateOptions{}); err != nil {

@@ -115,7 +115,10 @@ func podChecks() []check {
 	describeToleration := `(t.?key.orValue("") == "" ? "*" : t.key) + " " + t.?operator.orValue("Equal") + ` +
 		`(t.?value.orValue("") != "" ? " " + t.value : "") + (t.?effect.orValue("") != "" ? ":" + t.effect : "")`
 
-	return []check{
+	// The baseline rules follow privilege escalation and come before host
+	// namespaces: a pod that must break both (hostProcess needs hostNetwork) is
+	// refused for its own rule (the API server reports the first only).
+	return append(append([]check{
 		{
 			reason: ReasonInvalidParams,
 			expr: `variables.pool != "" && variables.systemPool != "" && variables.maxGPUs >= 0 && variables.gpuMemory >= 0 && ` +
@@ -180,6 +183,7 @@ func podChecks() []check {
 			messageCEL: lit(prefix(ReasonPrivilegeEscalation)) + ` + ` + containerFindings(escalation, `PATH + ".securityContext.allowPrivilegeEscalation=true"`) + `.join(", ") + ` +
 				`" is not allowed in team namespaces (limit: allowPrivilegeEscalation false or unset); remove it"`,
 		},
+	}, baselineChecks()...), []check{
 		{
 			reason:  ReasonHostPath,
 			expr:    `!variables.create || !object.spec.?volumes.orValue([]).exists(v, has(v.hostPath))`,
@@ -249,7 +253,7 @@ func podChecks() []check {
 				`"metadata.annotations[gpu-memory]=\"" + variables.annotations[` + annoMemory + `] + "\" is not a memory size ` +
 				`(limit: a whole number of MiB greater than 0, e.g. \"20000\"); fix the value")`,
 		},
-	}
+	}...)
 }
 
 // podFence is the ValidatingAdmissionPolicy on pods.

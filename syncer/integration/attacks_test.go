@@ -149,6 +149,25 @@ func attacks() map[string]attack {
 			}, podSource.UpdateEphemeralContainers),
 			refused: refused(syncer.ReasonPrivileged, "spec.ephemeralContainers[0].securityContext.privileged=true")},
 
+		// Pod Security baseline, in a namespace labelled podSecurity: privileged.
+		"podSecurity privileged team: capabilities.add SYS_ADMIN": {layer: mutatingWebhook, manifest: manifest("g1").AddCapabilities("SYS_ADMIN"),
+			refused: refused(syncer.ReasonCapabilityNotAllowed, "spec.containers[0].securityContext.capabilities.add[0]=SYS_ADMIN", "Pod Security baseline set")},
+		"seccomp Unconfined": {layer: mutatingWebhook, manifest: manifest("g2").PodSecurity(func(sc *corev1.PodSecurityContext) {
+			sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+		}), refused: refused(syncer.ReasonSeccompUnconfined, "spec.securityContext.seccompProfile.type=Unconfined")},
+		"hostPort": {layer: mutatingWebhook, manifest: manifest("g3").HostPort(80, 80),
+			refused: refused(syncer.ReasonHostPort, "spec.containers[0].ports[0].hostPort=80")},
+		"unsafe sysctl": {layer: mutatingWebhook, manifest: manifest("g4").Sysctl("kernel.msgmax", "65536"),
+			refused: refused(syncer.ReasonSysctlNotAllowed, "spec.securityContext.sysctls[0].name=kernel.msgmax")},
+		"debug container adding SYS_ADMIN": {layer: validatingWebhook, manifest: manifest("g5"),
+			then: writeLatest(func(p *corev1.Pod) {
+				p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+					Name: "debug", Image: "registry.invalid/debug",
+					SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}},
+				}})
+			}, podSource.UpdateEphemeralContainers),
+			refused: refused(syncer.ReasonCapabilityNotAllowed, "spec.ephemeralContainers[0].securityContext.capabilities.add[0]=SYS_ADMIN")},
+
 		// Devices.
 		"huge GPU count": {layer: mutatingWebhook, manifest: manifest("c1").GPUs("64"),
 			refused: refused(syncer.ReasonGPUCountAboveLimit, "requests 64 GPU device(s)", "at most 4", "MaxGPUsPerPod=4")},

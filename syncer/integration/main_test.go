@@ -221,9 +221,11 @@ func createNamespaces(ctx context.Context, cp *localcp.ControlPlane) error {
 	}
 	for team := range teams {
 		ns := "team-" + team
-		if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(ns, map[string]string{
-			syncer.LabelTeam: team, syncer.LabelPool: "a100",
-		}), metav1.CreateOptions{}); err != nil {
+		// Labelled as the manager labels a team with podSecurity: privileged:
+		// Pod Security Admission lets everything through, the webhook must not.
+		labels := testobj.PodSecurityLabels("privileged")
+		labels[syncer.LabelTeam], labels[syncer.LabelPool] = team, "a100"
+		if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(ns, labels), metav1.CreateOptions{}); err != nil {
 			return err
 		}
 		if _, err := c.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
