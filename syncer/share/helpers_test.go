@@ -106,17 +106,18 @@ func isRunning(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning 
 func waitForPod(ctx context.Context, t testing.TB, ns, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
+	last := "never read" // a first Get that fails leaves no pod to describe
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := env.cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		pod = p
+		last = fmt.Sprintf("gates %v, labels %v, phase %s, node %q", p.Spec.SchedulingGates, p.Labels, p.Status.Phase, p.Spec.NodeName)
 		return cond(p), nil
 	})
 	if err != nil {
-		t.Fatalf("pod %s/%s never reached the expected state: %v; last: gates %v, labels %v, phase %s, node %q",
-			ns, name, err, pod.Spec.SchedulingGates, pod.Labels, pod.Status.Phase, pod.Spec.NodeName)
+		t.Fatalf("pod %s/%s never reached the expected state: %v; last: %s", ns, name, err, last)
 	}
 	return pod
 }

@@ -15,6 +15,16 @@ const (
 	ConditionDeleting = "Deleting"
 )
 
+// Reasons of a Team's Ready condition while the Team is being deleted; the
+// condition's message says what the deletion waits for.
+const (
+	// ReasonDeleting: the host namespace is being deleted (the message names what
+	// still holds it).
+	ReasonDeleting = "Deleting"
+	// ReasonUninstallFailed: the vCluster release could not be uninstalled; retried.
+	ReasonUninstallFailed = "UninstallFailed"
+)
+
 // Labels gpuvc puts on host objects.
 const (
 	LabelTeam = "gpuvc.dev/team"
