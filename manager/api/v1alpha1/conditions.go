@@ -10,9 +10,6 @@ const (
 	ConditionVClusterReady = "VClusterReady"
 	// ConditionKubeconfigReady: the team's kubeconfig Secret exists with a reachable server.
 	ConditionKubeconfigReady = "KubeconfigReady"
-	// ConditionDeleting: set once a Team is being deleted; its reason and message say
-	// what the deletion still waits for.
-	ConditionDeleting = "Deleting"
 )
 
 // Reasons of a Team's Ready condition while the Team is being deleted; the
