@@ -23,8 +23,8 @@ import (
 const promptly = 30 * time.Second
 
 // TestDeleteWithoutReleaseOrNamespaceIsPrompt: a Team that never got a release
-// nor a namespace — its spec is invalid, or its name (allowed before names were
-// validated) cannot name them — is gone soon after it is deleted.
+// nor a namespace — stored before the CRD refused its spec or its name, which
+// cannot name them — is gone soon after it is deleted.
 func TestDeleteWithoutReleaseOrNamespaceIsPrompt(t *testing.T) {
 	ctx := integration(t)
 	for name, tm := range map[string]*gpuvcv1.Team{
@@ -32,12 +32,7 @@ func TestDeleteWithoutReleaseOrNamespaceIsPrompt(t *testing.T) {
 		"name with a dot": testobj.Team("a.b", "a100").GPUs(1).Obj(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			if err := c.Create(ctx, tm); apierrors.IsInvalid(err) {
-				t.Skipf("the API refuses the name %q now: %v", tm.Name, err)
-			} else {
-				require.NoError(t, err)
-			}
-			t.Cleanup(func() { _ = c.Delete(context.Background(), tm) })
+			createLegacyTeam(ctx, t, tm)
 			heldByTheManager(ctx, t, tm.Name)
 			err := c.Get(ctx, ns(gpuvcv1.HostNamespace(tm.Name)), &corev1.Namespace{})
 			require.True(t, apierrors.IsNotFound(err), "the team's namespace exists: %v", err)
@@ -54,7 +49,7 @@ func TestDeletionSaysWhatHoldsTheNamespace(t *testing.T) {
 	ctx := integration(t)
 	const hold = "gpuvc.dev/test-hold"
 	tm := testobj.Team("held", "a100").MIG("1g.7gb", 1).Obj() // invalid: the manager installs nothing
-	createTeam(ctx, t, tm)
+	createLegacyTeam(ctx, t, tm)
 	heldByTheManager(ctx, t, "held")
 	// Content with a finalizer nobody removes keeps the namespace terminating.
 	require.NoError(t, c.Create(ctx, testobj.Namespace("team-held", nil)))

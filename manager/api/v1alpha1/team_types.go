@@ -20,7 +20,7 @@ import (
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name: a team name has at most 40 characters (it names the host namespace team-<name> and the vCluster's objects)"
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",messageExpression="'metadata.name: ' + self.metadata.name + ' is not a DNS-1035 label: use lowercase letters, digits and -, starting with a letter and ending with a letter or digit (e.g. fraud-ml); it names the host namespace team-<name> and the vCluster release'"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",optionalOldSelf=true,messageExpression="'metadata.name: ' + self.metadata.name + ' is not a DNS-1035 label: use lowercase letters, digits and -, starting with a letter and ending with a letter or digit (e.g. fraud-ml); it names the host namespace team-<name> and the vCluster release'"
 type Team struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
