@@ -30,7 +30,7 @@ func newGetCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if done, err := out.PrintStructured(streams.Out, t); done {
+			if done, err := out.PrintStructured(streams.Out, printable(t)); done {
 				return err
 			}
 			describe(streams.Out, t, time.Now())

@@ -35,7 +35,7 @@ func newListCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if done, err := out.PrintStructured(streams.Out, list); done {
+			if done, err := out.PrintStructured(streams.Out, printableList(list)); done {
 				return err
 			}
 			if len(list.Items) == 0 {

@@ -267,5 +267,6 @@ func checkTeam(label string, obj any) (*gpuvcv1.Team, []string) {
 	if t.Name == "" {
 		return nil, []string{label + ": metadata.name is required"}
 	}
+	asApplied(t)
 	return t, nil
 }

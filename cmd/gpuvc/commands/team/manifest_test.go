@@ -53,7 +53,7 @@ func TestDecodeTeamsNamesFieldAndValue(t *testing.T) {
 		"second document": {teamHeader + "spec: {pool: a100, quota: {}}\n---\n" + strings.ReplaceAll(teamHeader, "fraud", "ads") + "spec: {pool: a100, quota: {gpus: x}}\n",
 			[]string{`fraud.yaml: document 2 (team ads): spec.quota.gpus: "x" is a string, want an integer`}},
 		"not an object": {"- a\n- b\n", []string{"fraud.yaml: document 1 is a list, not a Team object"}},
-		"no name": {"apiVersion: gpuvc.dev/v1alpha1\nkind: Team\nspec: {pool: a}\n", []string{"fraud.yaml: document 1: metadata.name is required"}},
+		"no name":       {"apiVersion: gpuvc.dev/v1alpha1\nkind: Team\nspec: {pool: a}\n", []string{"fraud.yaml: document 1: metadata.name is required"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -71,7 +71,7 @@ func TestDecodeTeamsNamesFieldAndValue(t *testing.T) {
 
 func TestDecodeTeamsAcceptsValidTeamsAndTeamLists(t *testing.T) {
 	list := `{"apiVersion": "gpuvc.dev/v1alpha1", "kind": "TeamList", "metadata": {}, "items": [
-	  {"apiVersion": "gpuvc.dev/v1alpha1", "kind": "Team", "metadata": {"name": "a", "creationTimestamp": "2026-01-02T03:04:05Z"},
+	  {"apiVersion": "gpuvc.dev/v1alpha1", "kind": "Team", "metadata": {"name": "a", "uid": "0b9c", "resourceVersion": "42", "finalizers": ["gpuvc.dev/team-cleanup"], "creationTimestamp": "2026-01-02T03:04:05Z"},
 	   "spec": {"pool": "a100", "quota": {"gpus": 2, "memory": "64Gi"}, "vcluster": {"values": {"anything": [1, {"x": null}]}}},
 	   "status": {"namespace": "team-a", "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "", "lastTransitionTime": "2026-01-02T03:04:05Z"}]}},
 	  {"apiVersion": "gpuvc.dev/v1alpha1", "kind": "Team", "metadata": {"name": "b"}, "spec": {"pool": "h100", "quota": {}}}]}`
@@ -80,6 +80,12 @@ func TestDecodeTeamsAcceptsValidTeamsAndTeamLists(t *testing.T) {
 	require.Len(t, teams, 2)
 	require.Equal(t, "a", teams[0].Name)
 	require.Equal(t, "64Gi", teams[0].Spec.Quota.Memory.String())
+	// What the API server owns is not sent back, so saved output applies again.
+	require.Empty(t, teams[0].UID)
+	require.Empty(t, teams[0].ResourceVersion)
+	require.Empty(t, teams[0].Finalizers)
+	require.True(t, teams[0].CreationTimestamp.IsZero())
+	require.Empty(t, teams[0].Status.Conditions)
 	require.Equal(t, "b", teams[1].Name)
 
 	example, err := os.ReadFile("../../../../docs/examples/fraud.yaml")
