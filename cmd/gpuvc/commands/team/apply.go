@@ -66,5 +66,6 @@ func newApplyCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	cmd.Flags().BoolVarP(&f.recursive, "recursive", "R", false, "also read the subfolders of folders given with -f")
 	f.waitFlags.add(cmd, "every applied team is Ready")
 	_ = cmd.MarkFlagRequired("filename")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return cmd
 }

@@ -16,7 +16,8 @@ func newGetCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 		Long: "Show one team: pool, quota and use, sharing, pod security, network, members, host\n" +
 			"namespace, conditions with their reasons, and how to get its kubeconfig. -o yaml|json\n" +
 			"prints a manifest `gpuvc team apply -f` takes back.",
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: teamNames(globals, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.Validate(); err != nil {
 				return err
@@ -36,6 +37,6 @@ func newGetCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			return nil
 		},
 	}
-	out.AddFlag(cmd.Flags())
+	out.AddTo(cmd)
 	return cmd
 }

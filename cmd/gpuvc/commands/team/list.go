@@ -45,7 +45,7 @@ func newListCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			return printTable(streams.Out, list.Items, out.Format == "wide", time.Now())
 		},
 	}
-	out.AddFlag(cmd.Flags())
+	out.AddTo(cmd)
 	return cmd
 }
 

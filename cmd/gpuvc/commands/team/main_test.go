@@ -44,7 +44,12 @@ func gpuvc(t *testing.T, args ...string) result {
 	streams := cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
 	cmd := root.NewCommand(streams)
 	if host != nil {
-		args = append([]string{"--kubeconfig", host.Kubeconfig}, args...)
+		global := []string{"--kubeconfig", host.Kubeconfig}
+		if len(args) > 0 && args[0] == "__complete" { // a shell passes what was typed after it
+			global = append([]string{"__complete"}, global...)
+			args = args[1:]
+		}
+		args = append(global, args...)
 	}
 	cmd.SetArgs(args)
 	code := cli.Run(cmd)
