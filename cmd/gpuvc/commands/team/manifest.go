@@ -101,7 +101,7 @@ var manifestExtensions = []string{".yaml", ".yml", ".json"}
 
 // expand lists the manifest files a path names: the file itself, or a folder's
 // *.yaml, *.yml and *.json files, walking subfolders when recursive and otherwise
-// reporting them as skipped.
+// reporting them as skipped; hidden folders (.git) are left out either way.
 func expand(p string, recursive bool) (files, skipped []string, err error) {
 	if p == "-" {
 		return []string{p}, nil, nil
@@ -118,6 +118,9 @@ func expand(p string, recursive bool) (files, skipped []string, err error) {
 			return err
 		}
 		if d.IsDir() {
+			if path != p && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir // .git and the like hold no teams
+			}
 			if path != p && !recursive {
 				skipped = append(skipped, path+string(filepath.Separator))
 				return filepath.SkipDir

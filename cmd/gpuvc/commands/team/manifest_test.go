@@ -108,6 +108,7 @@ func TestReadTeamsListsEveryBadFile(t *testing.T) {
 	write("b.yml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
 	write("c.json", `{"apiVersion": "gpuvc.dev/v1alpha1", "kind": "Team", "metadata": {"name": "c"}, "spec": {"pool": "a100", "quota": {}}}`)
 	write("notes.txt", "ignored")
+	write(".git/x.yaml", "not: a team")
 	write("old/d.yaml", strings.ReplaceAll(teamHeader, "fraud", "d")+"spec: {pool: a100, quota: {pods: lots}}\n")
 
 	_, skipped, err := readTeams([]string{dir}, false, nil)
