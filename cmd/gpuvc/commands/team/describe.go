@@ -132,7 +132,7 @@ func networkLine(n *gpuvcv1.Network) string {
 		}
 		egress = n.AllowedEgressCIDRs
 	}
-	s := "default deny (other namespaces unreachable except DNS and the team's control plane)"
+	s := "default deny (only the team's own pods and DNS)"
 	if !deny {
 		s = "open (no default deny)"
 	}

@@ -65,7 +65,7 @@ func TestDescribeShowsEverythingAPlatformEngineerNeeds(t *testing.T) {
 		"  Per pod:   at most 4 GPUs\n",
 		"Sharing:     fractional GPUs, at most 4 pods per shared GPU; plain GPU requests get a 3g.40gb MIG slice\n",
 		"PodSecurity: restricted\n",
-		"Network:     default deny (other namespaces unreachable except DNS and the team's control plane); extra egress to 10.40.0.0/16\n",
+		"Network:     default deny (only the team's own pods and DNS); extra egress to 10.40.0.0/16\n",
 		"Kubeconfig:  secret team-fraud/gpuvc-kubeconfig; save it with: gpuvc team kubeconfig fraud -f fraud.kubeconfig\n",
 	} {
 		require.Contains(t, b.String(), want)
