@@ -101,8 +101,12 @@ func Up(ctx context.Context, opts Options) (*Result, error) {
 	}
 	for _, d := range demo {
 		name := d.Team.Name
-		_, err := tc.WaitReady(ctx, name, opts.Timeout, func(_ time.Duration, c metav1.Condition) {
-			log.printf("team %s: %s=%s %s %s", name, c.Type, c.Status, c.Reason, c.Message)
+		_, err := tc.WaitReady(ctx, name, opts.Timeout, func(e teamctl.Event) {
+			if c := e.Condition; c != nil {
+				log.printf("team %s: %s=%s %s %s", name, c.Type, c.Status, c.Reason, c.Message)
+				return
+			}
+			log.printf("team %s: %s", name, e.Note)
 		})
 		if err != nil {
 			return res, fmt.Errorf("%w (vCluster's images are pulled from public registries on first use)", err)

@@ -7,14 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,7 +26,12 @@ import (
 const FieldManager = "gpuvc-cli"
 
 // Client talks to a host cluster on behalf of a platform engineer.
-type Client struct{ c client.Client }
+type Client struct {
+	c    client.Client
+	host string
+	// Timing paces WaitReady and WaitDeleted; zero fields take DefaultTiming's.
+	Timing Timing
+}
 
 // New returns a Client for a host cluster.
 func New(cfg *rest.Config) (*Client, error) {
@@ -36,24 +39,47 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{c: c}, nil
+	return &Client{c: c, host: cfg.Host}, nil
 }
 
 // ErrNotFound is returned (wrapped) when a Team does not exist.
 var ErrNotFound = errors.New("not found")
 
-// Create creates a Team after checking what the API server cannot (Go validation).
-func (c *Client) Create(ctx context.Context, t *gpuvcv1.Team) error {
+// WriteOption changes how Create and Apply write.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct{ dryRun bool }
+
+// DryRun makes the API server check and default the Team (schema, CEL rules,
+// admission) without storing it; the Team passed in receives what it would store.
+func DryRun(o *writeOptions) { o.dryRun = true }
+
+// Create creates a Team after checking it with the API's rules (v1alpha1.Validate),
+// so bad input is refused before any request.
+func (c *Client) Create(ctx context.Context, t *gpuvcv1.Team, opts ...WriteOption) error {
+	o := writeOpts(opts)
 	if errs := t.Validate(); len(errs) > 0 {
 		return fmt.Errorf("team %s is invalid: %w", t.Name, errs.ToAggregate())
 	}
-	if err := c.c.Create(ctx, t); err != nil {
+	var co []client.CreateOption
+	if o.dryRun {
+		co = append(co, client.DryRunAll)
+	}
+	if err := c.c.Create(ctx, t, co...); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("team %s already exists: change it with `gpuvc team apply -f` or delete it first", t.Name)
 		}
-		return explain(err)
+		return c.explain(err)
 	}
 	return nil
+}
+
+func writeOpts(opts []WriteOption) writeOptions {
+	var o writeOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
 }
 
 // ApplyResult says what Apply did to one Team.
@@ -66,7 +92,8 @@ const (
 )
 
 // Apply creates or updates a Team with server-side apply.
-func (c *Client) Apply(ctx context.Context, t *gpuvcv1.Team) (ApplyResult, error) {
+func (c *Client) Apply(ctx context.Context, t *gpuvcv1.Team, opts ...WriteOption) (ApplyResult, error) {
+	o := writeOpts(opts)
 	if errs := t.Validate(); len(errs) > 0 {
 		return "", fmt.Errorf("team %s is invalid: %w", t.Name, errs.ToAggregate())
 	}
@@ -74,14 +101,18 @@ func (c *Client) Apply(ctx context.Context, t *gpuvcv1.Team) (ApplyResult, error
 	err := c.c.Get(ctx, types.NamespacedName{Name: t.Name}, before)
 	existed := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
-		return "", err
+		return "", c.explain(err)
 	}
 	t = t.DeepCopy()
 	t.TypeMeta = metav1.TypeMeta{APIVersion: gpuvcv1.GroupVersion.String(), Kind: "Team"}
 	t.ResourceVersion, t.ManagedFields, t.Status = "", nil, gpuvcv1.TeamStatus{}
 	//nolint:staticcheck // typed objects with client.Apply: the Team type has no generated apply configuration
-	if err := c.c.Patch(ctx, t, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return "", explain(err)
+	po := []client.PatchOption{client.FieldOwner(FieldManager), client.ForceOwnership}
+	if o.dryRun {
+		po = append(po, client.DryRunAll)
+	}
+	if err := c.c.Patch(ctx, t, client.Apply, po...); err != nil {
+		return "", c.explain(err)
 	}
 	switch {
 	case !existed:
@@ -100,7 +131,7 @@ func (c *Client) Get(ctx context.Context, name string) (*gpuvcv1.Team, error) {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("team %s: %w", name, ErrNotFound)
 		}
-		return nil, err
+		return nil, c.explain(err)
 	}
 	return t, nil
 }
@@ -109,7 +140,7 @@ func (c *Client) Get(ctx context.Context, name string) (*gpuvcv1.Team, error) {
 func (c *Client) List(ctx context.Context) (*gpuvcv1.TeamList, error) {
 	l := &gpuvcv1.TeamList{}
 	if err := c.c.List(ctx, l); err != nil {
-		return nil, err
+		return nil, c.explain(err)
 	}
 	return l, nil
 }
@@ -121,59 +152,7 @@ func (c *Client) Delete(ctx context.Context, name string) (existed bool, err err
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
-	return err == nil, err
-}
-
-// Progress receives a line each time a Team's conditions change while waiting.
-type Progress func(elapsed time.Duration, cond metav1.Condition)
-
-// WaitReady polls a Team until Ready is true for its current generation, reporting
-// every condition change. On timeout the error carries the last Ready message.
-func (c *Client) WaitReady(ctx context.Context, name string, timeout time.Duration, progress Progress) (*gpuvcv1.Team, error) {
-	start := time.Now()
-	seen := map[string]string{}
-	var last *gpuvcv1.Team
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		t, err := c.Get(ctx, name)
-		if err != nil {
-			return false, err
-		}
-		last = t
-		for _, cond := range t.Status.Conditions {
-			key := string(cond.Status) + cond.Reason + cond.Message
-			if seen[cond.Type] != key {
-				seen[cond.Type] = key
-				if progress != nil {
-					progress(time.Since(start), cond)
-				}
-			}
-		}
-		ready := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionReady)
-		return ready != nil && ready.Status == metav1.ConditionTrue && t.Status.ObservedGeneration == t.Generation, nil
-	})
-	if err != nil && last != nil && (wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded)) {
-		why := "no status yet: is the gpuvc manager running?"
-		if r := apimeta.FindStatusCondition(last.Status.Conditions, gpuvcv1.ConditionReady); r != nil {
-			why = r.Reason + ": " + r.Message
-		}
-		return last, fmt.Errorf("team %s not ready after %s: %s", name, timeout, why)
-	}
-	return last, err
-}
-
-// WaitDeleted polls until a Team is gone.
-func (c *Client) WaitDeleted(ctx context.Context, name string, timeout time.Duration) error {
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Get(ctx, name)
-		if errors.Is(err, ErrNotFound) {
-			return true, nil
-		}
-		return false, err
-	})
-	if err != nil {
-		return fmt.Errorf("team %s still deleting after %s: its finalizer waits for the vCluster release and namespace to go (see `gpuvc team get %s`): %w", name, timeout, name, err)
-	}
-	return nil
+	return err == nil, c.explain(err)
 }
 
 // Kubeconfig returns the team's kubeconfig from the Secret the manager exports,
@@ -207,13 +186,4 @@ func (c *Client) Kubeconfig(ctx context.Context, name, server string) ([]byte, e
 		cl.Server = server
 	}
 	return clientcmd.Write(*cfg)
-}
-
-// explain keeps the API server's own validation message, which names the field.
-func explain(err error) error {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Reason == metav1.StatusReasonInvalid {
-		return fmt.Errorf("%s", status.Status().Message)
-	}
-	return err
 }

@@ -10,6 +10,9 @@ const (
 	ConditionVClusterReady = "VClusterReady"
 	// ConditionKubeconfigReady: the team's kubeconfig Secret exists with a reachable server.
 	ConditionKubeconfigReady = "KubeconfigReady"
+	// ConditionDeleting: set once a Team is being deleted; its reason and message say
+	// what the deletion still waits for.
+	ConditionDeleting = "Deleting"
 )
 
 // Labels gpuvc puts on host objects.

@@ -65,19 +65,23 @@ spec:
 // Specs that must be accepted: optional fields absent in every combination the CEL
 // rules look at.
 func TestValidTeamsAreAccepted(t *testing.T) {
-	cases := map[string]string{
-		"minimal":                   "metadata: {name: minimal}\nspec: {pool: a100, quota: {}}",
-		"sharing without fractions": "metadata: {name: mig-only}\nspec: {pool: a100, quota: {mig: {3g.40gb: 2}}, gpuSharing: {wholeGPUAs: 3g.40gb}}",
-		"empty sharing":             "metadata: {name: empty-sharing}\nspec: {pool: a100, quota: {}, gpuSharing: {}}",
-		"max per pod without quota": "metadata: {name: no-quota}\nspec: {pool: a100, quota: {}, maxGPUsPerPod: 2}",
-		"network without CIDRs":     "metadata: {name: open}\nspec: {pool: a100, quota: {}, network: {defaultDeny: false}}",
-	}
-	for name, manifest := range cases {
+	for name, manifest := range validTeams {
 		t.Run(name, func(t *testing.T) {
 			_, err := createTeam(t, manifest)
 			require.NoError(t, err)
 		})
 	}
+}
+
+var validTeams = map[string]string{
+	"known MIG profiles, zero quantities": "metadata: {name: zeros}\nspec: {pool: a100, quota: {cpu: 0, memory: \"0\", mig: {7g.80gb: 1, 1g.10gb+me: 0}}}",
+	"longest name":                        "metadata: {name: " + strings.Repeat("a", 39) + "z}\nspec: {pool: a100, quota: {}}",
+	"full spec":                           validSpec,
+	"minimal":                             "metadata: {name: minimal}\nspec: {pool: a100, quota: {}}",
+	"sharing without fractions":           "metadata: {name: mig-only}\nspec: {pool: a100, quota: {mig: {3g.40gb: 2}}, gpuSharing: {wholeGPUAs: 3g.40gb}}",
+	"empty sharing":                       "metadata: {name: empty-sharing}\nspec: {pool: a100, quota: {}, gpuSharing: {}}",
+	"max per pod without quota":           "metadata: {name: no-quota}\nspec: {pool: a100, quota: {}, maxGPUsPerPod: 2}",
+	"network without CIDRs":               "metadata: {name: open}\nspec: {pool: a100, quota: {}, network: {defaultDeny: false}}",
 }
 
 func TestValidTeamIsAcceptedWithDefaults(t *testing.T) {
@@ -91,85 +95,7 @@ func TestValidTeamIsAcceptedWithDefaults(t *testing.T) {
 // TestInvalidTeamsAreRefused feeds the API server Team specs a platform engineer
 // could plausibly get wrong; each must be refused with a message naming the field.
 func TestInvalidTeamsAreRefused(t *testing.T) {
-	cases := map[string]struct {
-		manifest string
-		want     []string // substrings of the error
-	}{
-		"name too long": {
-			manifest: "metadata: {name: " + strings.Repeat("a", 41) + "}\nspec: {pool: a100, quota: {gpus: 1}}",
-			want:     []string{"metadata.name", "at most 40 characters"},
-		},
-		"no spec":          {manifest: "metadata: {name: nospec}", want: []string{"spec: Required"}},
-		"no pool":          {manifest: "metadata: {name: nopool}\nspec: {quota: {gpus: 1}}", want: []string{"spec.pool: Required"}},
-		"pool uppercase":   {manifest: "metadata: {name: upper}\nspec: {pool: A100, quota: {}}", want: []string{"spec.pool", "should match"}},
-		"pool underscore":  {manifest: "metadata: {name: under}\nspec: {pool: a_100, quota: {}}", want: []string{"spec.pool"}},
-		"no quota":         {manifest: "metadata: {name: noquota}\nspec: {pool: a100}", want: []string{"spec.quota: Required"}},
-		"negative gpus":    {manifest: "metadata: {name: neg}\nspec: {pool: a100, quota: {gpus: -1}}", want: []string{"spec.quota.gpus", "greater than or equal to 0"}},
-		"absurd gpus":      {manifest: "metadata: {name: absurd}\nspec: {pool: a100, quota: {gpus: 100000}}", want: []string{"spec.quota.gpus", "less than or equal to 4096"}},
-		"gpus as string":   {manifest: "metadata: {name: str}\nspec: {pool: a100, quota: {gpus: four}}", want: []string{"spec.quota.gpus", "integer"}},
-		"bad mig key":      {manifest: "metadata: {name: migkey}\nspec: {pool: a100, quota: {mig: {bogus: 1}}}", want: []string{"spec.quota.mig", "MIG profiles such as 1g.10gb"}},
-		"8g mig profile":   {manifest: "metadata: {name: mig8}\nspec: {pool: a100, quota: {mig: {8g.80gb: 1}}}", want: []string{"spec.quota.mig"}},
-		"negative mig":     {manifest: "metadata: {name: migneg}\nspec: {pool: a100, quota: {mig: {1g.10gb: -2}}}", want: []string{"spec.quota.mig", "between 0 and 4096"}},
-		"cpu not quantity": {manifest: "metadata: {name: cpu}\nspec: {pool: a100, quota: {cpu: lots}}", want: []string{"spec.quota.cpu"}},
-		"zero pods":        {manifest: "metadata: {name: pods}\nspec: {pool: a100, quota: {pods: 0}}", want: []string{"spec.quota.pods", "greater than or equal to 1"}},
-		"maxGPUsPerPod zero": {
-			manifest: "metadata: {name: max0}\nspec: {pool: a100, quota: {gpus: 2}, maxGPUsPerPod: 0}",
-			want:     []string{"spec.maxGPUsPerPod", "greater than or equal to 1"},
-		},
-		"maxGPUsPerPod above quota": {
-			manifest: "metadata: {name: maxq}\nspec: {pool: a100, quota: {gpus: 2}, maxGPUsPerPod: 4}",
-			want:     []string{"spec.maxGPUsPerPod: cannot exceed spec.quota.gpus"},
-		},
-		"wholeGPUAs without MIG quota": {
-			manifest: "metadata: {name: whole}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {wholeGPUAs: 3g.40gb}}",
-			want:     []string{"spec.gpuSharing.wholeGPUAs", "needs a quota in spec.quota.mig"},
-		},
-		"wholeGPUAs not a profile": {
-			manifest: "metadata: {name: whole2}\nspec: {pool: a100, quota: {mig: {3g.40gb: 1}}, gpuSharing: {wholeGPUAs: 3g}}",
-			want:     []string{"spec.gpuSharing.wholeGPUAs", "should match"},
-		},
-		"fractions without GPUs": {
-			manifest: "metadata: {name: frac}\nspec: {pool: a100, quota: {mig: {1g.10gb: 2}}, gpuSharing: {fractions: true}}",
-			want:     []string{"spec.gpuSharing.fractions", "spec.quota.gpus to at least 1"},
-		},
-		"one pod per shared GPU": {
-			manifest: "metadata: {name: share1}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractions: true, maxPodsPerSharedGPU: 1}}",
-			want:     []string{"spec.gpuSharing.maxPodsPerSharedGPU", "greater than or equal to 2"},
-		},
-		"too many pods per shared GPU": {
-			manifest: "metadata: {name: share99}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractions: true, maxPodsPerSharedGPU: 99}}",
-			want:     []string{"spec.gpuSharing.maxPodsPerSharedGPU", "less than or equal to 48"},
-		},
-		"unknown pod security level": {
-			manifest: "metadata: {name: psa}\nspec: {pool: a100, quota: {}, podSecurity: strict}",
-			want:     []string{"spec.podSecurity", "Unsupported value"},
-		},
-		"member kind": {
-			manifest: "metadata: {name: member}\nspec: {pool: a100, quota: {}, members: [{kind: Robot, name: r2}]}",
-			want:     []string{"spec.members[0].kind", "Unsupported value"},
-		},
-		"member without name": {
-			manifest: "metadata: {name: member2}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: \"\"}]}",
-			want:     []string{"spec.members[0].name"},
-		},
-		"duplicate member": {
-			manifest: "metadata: {name: member3}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: ana}, {kind: User, name: ana}]}",
-			want:     []string{"spec.members[1]", "Duplicate value"},
-		},
-		"egress not a CIDR": {
-			manifest: "metadata: {name: egress}\nspec: {pool: a100, quota: {}, network: {allowedEgressCIDRs: [10.0.0.1]}}",
-			want:     []string{"spec.network.allowedEgressCIDRs[0]", "must be a CIDR"},
-		},
-		"chart version latest": {
-			manifest: "metadata: {name: chart}\nspec: {pool: a100, quota: {}, vcluster: {chartVersion: latest}}",
-			want:     []string{"spec.vcluster.chartVersion", "should match"},
-		},
-		"unknown field": {
-			manifest: "metadata: {name: unknown}\nspec: {pool: a100, quota: {}, gpus: 4}",
-			want:     []string{`unknown field "spec.gpus"`},
-		},
-	}
-	for name, tc := range cases {
+	for name, tc := range invalidTeams {
 		t.Run(name, func(t *testing.T) {
 			_, err := createTeam(t, tc.manifest)
 			require.Error(t, err, "the API server accepted an invalid Team")
@@ -178,4 +104,104 @@ func TestInvalidTeamsAreRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// invalidTeams are Team specs a platform engineer could plausibly get wrong, with
+// substrings the API server's refusal must contain; the first names the field.
+var invalidTeams = map[string]struct {
+	manifest string
+	want     []string
+}{
+	"name with a dot": {
+		manifest: "metadata: {name: a.b}\nspec: {pool: a100, quota: {}}",
+		want:     []string{"metadata.name", "a.b is not a DNS-1035 label"},
+	},
+	"name starting with a digit": {
+		manifest: "metadata: {name: 9ml}\nspec: {pool: a100, quota: {}}",
+		want:     []string{"metadata.name", "9ml is not a DNS-1035 label"},
+	},
+	"negative cpu":     {manifest: "metadata: {name: negcpu}\nspec: {pool: a100, quota: {cpu: -4}}", want: []string{"spec.quota.cpu", "-4 is negative"}},
+	"negative memory":  {manifest: "metadata: {name: negmem}\nspec: {pool: a100, quota: {memory: -1Gi}}", want: []string{"spec.quota.memory", "-1Gi is negative"}},
+	"negative storage": {manifest: "metadata: {name: negsto}\nspec: {pool: a100, quota: {storage: \"-1\"}}", want: []string{"spec.quota.storage", "is negative"}},
+	"mig profile no GPU offers": {
+		manifest: "metadata: {name: mig7}\nspec: {pool: a100, quota: {mig: {1g.7gb: 1, 1g.10gb: 1}}}",
+		want:     []string{"spec.quota.mig", "no known GPU model offers this MIG profile; known profiles:", "3g.40gb"},
+	},
+	"egress prefix too long": {
+		manifest: "metadata: {name: egress33}\nspec: {pool: a100, quota: {}, network: {allowedEgressCIDRs: [10.0.0.0/33]}}",
+		want:     []string{"spec.network.allowedEgressCIDRs[0]", "must be a CIDR"},
+	},
+	"name too long": {
+		manifest: "metadata: {name: " + strings.Repeat("a", 41) + "}\nspec: {pool: a100, quota: {gpus: 1}}",
+		want:     []string{"metadata.name", "at most 40 characters"},
+	},
+	"no spec":          {manifest: "metadata: {name: nospec}", want: []string{"spec: Required"}},
+	"no pool":          {manifest: "metadata: {name: nopool}\nspec: {quota: {gpus: 1}}", want: []string{"spec.pool: Required"}},
+	"pool uppercase":   {manifest: "metadata: {name: upper}\nspec: {pool: A100, quota: {}}", want: []string{"spec.pool", "should match"}},
+	"pool underscore":  {manifest: "metadata: {name: under}\nspec: {pool: a_100, quota: {}}", want: []string{"spec.pool"}},
+	"no quota":         {manifest: "metadata: {name: noquota}\nspec: {pool: a100}", want: []string{"spec.quota: Required"}},
+	"negative gpus":    {manifest: "metadata: {name: neg}\nspec: {pool: a100, quota: {gpus: -1}}", want: []string{"spec.quota.gpus", "greater than or equal to 0"}},
+	"absurd gpus":      {manifest: "metadata: {name: absurd}\nspec: {pool: a100, quota: {gpus: 100000}}", want: []string{"spec.quota.gpus", "less than or equal to 4096"}},
+	"gpus as string":   {manifest: "metadata: {name: str}\nspec: {pool: a100, quota: {gpus: four}}", want: []string{"spec.quota.gpus", "integer"}},
+	"bad mig key":      {manifest: "metadata: {name: migkey}\nspec: {pool: a100, quota: {mig: {bogus: 1}}}", want: []string{"spec.quota.mig", "MIG profiles such as 1g.10gb"}},
+	"8g mig profile":   {manifest: "metadata: {name: mig8}\nspec: {pool: a100, quota: {mig: {8g.80gb: 1}}}", want: []string{"spec.quota.mig"}},
+	"negative mig":     {manifest: "metadata: {name: migneg}\nspec: {pool: a100, quota: {mig: {1g.10gb: -2}}}", want: []string{"spec.quota.mig", "between 0 and 4096"}},
+	"cpu not quantity": {manifest: "metadata: {name: cpu}\nspec: {pool: a100, quota: {cpu: lots}}", want: []string{"spec.quota.cpu"}},
+	"zero pods":        {manifest: "metadata: {name: pods}\nspec: {pool: a100, quota: {pods: 0}}", want: []string{"spec.quota.pods", "greater than or equal to 1"}},
+	"maxGPUsPerPod zero": {
+		manifest: "metadata: {name: max0}\nspec: {pool: a100, quota: {gpus: 2}, maxGPUsPerPod: 0}",
+		want:     []string{"spec.maxGPUsPerPod", "greater than or equal to 1"},
+	},
+	"maxGPUsPerPod above quota": {
+		manifest: "metadata: {name: maxq}\nspec: {pool: a100, quota: {gpus: 2}, maxGPUsPerPod: 4}",
+		want:     []string{"spec.maxGPUsPerPod: cannot exceed spec.quota.gpus"},
+	},
+	"wholeGPUAs without MIG quota": {
+		manifest: "metadata: {name: whole}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {wholeGPUAs: 3g.40gb}}",
+		want:     []string{"spec.gpuSharing.wholeGPUAs", "needs a quota in spec.quota.mig"},
+	},
+	"wholeGPUAs not a profile": {
+		manifest: "metadata: {name: whole2}\nspec: {pool: a100, quota: {mig: {3g.40gb: 1}}, gpuSharing: {wholeGPUAs: 3g}}",
+		want:     []string{"spec.gpuSharing.wholeGPUAs", "should match"},
+	},
+	"fractions without GPUs": {
+		manifest: "metadata: {name: frac}\nspec: {pool: a100, quota: {mig: {1g.10gb: 2}}, gpuSharing: {fractions: true}}",
+		want:     []string{"spec.gpuSharing.fractions", "spec.quota.gpus to at least 1"},
+	},
+	"one pod per shared GPU": {
+		manifest: "metadata: {name: share1}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractions: true, maxPodsPerSharedGPU: 1}}",
+		want:     []string{"spec.gpuSharing.maxPodsPerSharedGPU", "greater than or equal to 2"},
+	},
+	"too many pods per shared GPU": {
+		manifest: "metadata: {name: share99}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractions: true, maxPodsPerSharedGPU: 99}}",
+		want:     []string{"spec.gpuSharing.maxPodsPerSharedGPU", "less than or equal to 48"},
+	},
+	"unknown pod security level": {
+		manifest: "metadata: {name: psa}\nspec: {pool: a100, quota: {}, podSecurity: strict}",
+		want:     []string{"spec.podSecurity", "Unsupported value"},
+	},
+	"member kind": {
+		manifest: "metadata: {name: member}\nspec: {pool: a100, quota: {}, members: [{kind: Robot, name: r2}]}",
+		want:     []string{"spec.members[0].kind", "Unsupported value"},
+	},
+	"member without name": {
+		manifest: "metadata: {name: member2}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: \"\"}]}",
+		want:     []string{"spec.members[0].name"},
+	},
+	"duplicate member": {
+		manifest: "metadata: {name: member3}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: ana}, {kind: User, name: ana}]}",
+		want:     []string{"spec.members[1]", "Duplicate value"},
+	},
+	"egress not a CIDR": {
+		manifest: "metadata: {name: egress}\nspec: {pool: a100, quota: {}, network: {allowedEgressCIDRs: [10.0.0.1]}}",
+		want:     []string{"spec.network.allowedEgressCIDRs[0]", "must be a CIDR"},
+	},
+	"chart version latest": {
+		manifest: "metadata: {name: chart}\nspec: {pool: a100, quota: {}, vcluster: {chartVersion: latest}}",
+		want:     []string{"spec.vcluster.chartVersion", "should match"},
+	},
+	"unknown field": {
+		manifest: "metadata: {name: unknown}\nspec: {pool: a100, quota: {}, gpus: 4}",
+		want:     []string{`unknown field "spec.gpus"`},
+	},
 }

@@ -20,6 +20,7 @@ import (
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name: a team name has at most 40 characters (it names the host namespace team-<name> and the vCluster's objects)"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",messageExpression="'metadata.name: ' + self.metadata.name + ' is not a DNS-1035 label: use lowercase letters, digits and -, starting with a letter and ending with a letter or digit (e.g. fraud-ml); it names the host namespace team-<name> and the vCluster release'"
 type Team struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -99,6 +100,7 @@ type Member struct {
 // not limited by gpuvc (the host may have its own limits).
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.mig) || self.mig.all(p, p.matches('^[1-7]g[.][0-9]+gb([+]me)?$'))",message="spec.quota.mig: keys are MIG profiles such as 1g.10gb, 3g.40gb or 1g.10gb+me"
+// +kubebuilder:validation:XValidation:rule="!has(self.mig) || self.mig.all(p, !p.matches('^[1-7]g[.][0-9]+gb([+]me)?$') || p in ['1g.5gb', '1g.5gb+me', '1g.6gb', '1g.6gb+me', '1g.10gb', '1g.10gb+me', '1g.12gb', '1g.12gb+me', '1g.18gb', '1g.18gb+me', '1g.20gb', '1g.24gb', '1g.35gb', '2g.10gb', '2g.12gb', '2g.12gb+me', '2g.20gb', '2g.24gb', '2g.35gb', '3g.20gb', '3g.40gb', '3g.47gb', '3g.48gb', '3g.71gb', '4g.20gb', '4g.24gb', '4g.40gb', '4g.47gb', '4g.48gb', '4g.71gb', '7g.40gb', '7g.80gb', '7g.94gb', '7g.96gb', '7g.141gb'])",message="spec.quota.mig: no known GPU model offers this MIG profile; known profiles: 1g.5gb, 1g.5gb+me, 1g.6gb, 1g.6gb+me, 1g.10gb, 1g.10gb+me, 1g.12gb, 1g.12gb+me, 1g.18gb, 1g.18gb+me, 1g.20gb, 1g.24gb, 1g.35gb, 2g.10gb, 2g.12gb, 2g.12gb+me, 2g.20gb, 2g.24gb, 2g.35gb, 3g.20gb, 3g.40gb, 3g.47gb, 3g.48gb, 3g.71gb, 4g.20gb, 4g.24gb, 4g.40gb, 4g.47gb, 4g.48gb, 4g.71gb, 7g.40gb, 7g.80gb, 7g.94gb, 7g.96gb, 7g.141gb"
 // +kubebuilder:validation:XValidation:rule="!has(self.mig) || self.mig.all(p, self.mig[p] >= 0 && self.mig[p] <= 4096)",message="spec.quota.mig: each count must be between 0 and 4096"
 type Quota struct {
 	// GPUs is the number of whole GPUs (nvidia.com/gpu), including the GPUs held for
@@ -114,10 +116,13 @@ type Quota struct {
 	MIG map[string]int32 `json:"mig,omitempty"`
 
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isLessThan(quantity('0'))",messageExpression="'spec.quota.cpu: ' + string(self) + ' is negative; a quota is 0 or more, e.g. 64'"
 	CPU *resource.Quantity `json:"cpu,omitempty"`
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isLessThan(quantity('0'))",messageExpression="'spec.quota.memory: ' + string(self) + ' is negative; a quota is 0 or more, e.g. 256Gi'"
 	Memory *resource.Quantity `json:"memory,omitempty"`
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isLessThan(quantity('0'))",messageExpression="'spec.quota.storage: ' + string(self) + ' is negative; a quota is 0 or more, e.g. 1Ti'"
 	Storage *resource.Quantity `json:"storage,omitempty"`
 	// +optional
 	// +kubebuilder:validation:Minimum=1

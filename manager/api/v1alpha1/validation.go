@@ -2,35 +2,186 @@ package v1alpha1
 
 import (
 	"fmt"
+	"net/netip"
+	"regexp"
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gpuvc/gpuvc/gpu/mig"
 )
 
-// Validate checks what the CRD schema cannot say: MIG profile names must exist on
-// some GPU model gpuvc knows. The schema has checked shapes and ranges already.
+// Limits of a Team spec. The CRD schema (team_types.go markers) states the same
+// numbers; TestGoAndCRDValidationAgree holds the two together.
+const (
+	MaxNameLength          = 40
+	MaxQuotaGPUs           = 4096
+	MaxGPUsPerPodLimit     = 64
+	MaxQuotaPods           = 100000
+	MinPodsPerSharedGPU    = 2
+	MaxPodsPerSharedGPU    = 48
+	MaxMIGProfilesPerQuota = 32
+	MaxEgressCIDRs         = 64
+)
+
+var (
+	dns1035     = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	poolPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	migPattern  = regexp.MustCompile(`^[1-7]g[.][0-9]+gb([+]me)?$`)
+	semver      = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+)
+
+// Validate checks a Team with the rules of the CRD schema and its CEL rules, so a
+// client can refuse bad input before any request, plus what the schema cannot say:
+// MIG profile names must exist on some GPU model gpuvc knows. Each error names the
+// field, the value, the limit and the fix.
 func (t *Team) Validate() field.ErrorList {
 	var errs field.ErrorList
+	errs = append(errs, validateName(t.Name)...)
 	spec := field.NewPath("spec")
-	profiles := make([]string, 0, len(t.Spec.Quota.MIG))
-	for p := range t.Spec.Quota.MIG {
-		profiles = append(profiles, p)
+	s := t.Spec
+	switch {
+	case s.Pool == "":
+		errs = append(errs, field.Required(spec.Child("pool"), "the node pool the team's GPU pods run on, e.g. a100"))
+	case len(s.Pool) > 63 || !poolPattern.MatchString(s.Pool):
+		errs = append(errs, field.Invalid(spec.Child("pool"), s.Pool, "a pool is a label value of at most 63 lowercase letters, digits and -, e.g. a100"))
 	}
-	sort.Strings(profiles)
-	for _, p := range profiles {
-		if err := knownProfile(p); err != nil {
-			errs = append(errs, field.Invalid(spec.Child("quota", "mig").Key(p), p, err.Error()))
+	errs = append(errs, validateQuota(spec.Child("quota"), s.Quota)...)
+	if m := s.MaxGPUsPerPod; m != nil {
+		p := spec.Child("maxGPUsPerPod")
+		switch {
+		case *m < 1 || *m > MaxGPUsPerPodLimit:
+			errs = append(errs, field.Invalid(p, *m, fmt.Sprintf("must be between 1 and %d", MaxGPUsPerPodLimit)))
+		case s.Quota.GPUs != nil && *m > *s.Quota.GPUs:
+			errs = append(errs, field.Invalid(p, *m, fmt.Sprintf("cannot exceed spec.quota.gpus (%d); lower maxGPUsPerPod or raise the quota", *s.Quota.GPUs)))
 		}
 	}
-	if s := t.Spec.GPUSharing; s != nil && s.WholeGPUAs != "" {
-		if err := knownProfile(s.WholeGPUAs); err != nil {
-			errs = append(errs, field.Invalid(spec.Child("gpuSharing", "wholeGPUAs"), s.WholeGPUAs, err.Error()))
+	errs = append(errs, validateSharing(spec.Child("gpuSharing"), s)...)
+	switch s.PodSecurity {
+	case "", "privileged", "baseline", "restricted":
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("podSecurity"), s.PodSecurity, []string{"privileged", "baseline", "restricted"}))
+	}
+	errs = append(errs, validateMembers(spec.Child("members"), s.Members)...)
+	if n := s.Network; n != nil {
+		p := spec.Child("network", "allowedEgressCIDRs")
+		if len(n.AllowedEgressCIDRs) > MaxEgressCIDRs {
+			errs = append(errs, field.TooMany(p, len(n.AllowedEgressCIDRs), MaxEgressCIDRs))
 		}
+		for i, c := range n.AllowedEgressCIDRs {
+			if _, err := netip.ParsePrefix(c); err != nil {
+				errs = append(errs, field.Invalid(p.Index(i), c, "must be a CIDR such as 10.0.0.0/8 (IPv4 prefix at most /32, IPv6 at most /128)"))
+			}
+		}
+	}
+	if v := s.VCluster; v != nil && v.ChartVersion != "" && !semver.MatchString(v.ChartVersion) {
+		errs = append(errs, field.Invalid(spec.Child("vcluster", "chartVersion"), v.ChartVersion, "must be a chart version such as 0.30.0 or v0.30.0; leave it empty for the manager's default"))
 	}
 	return errs
+}
+
+func validateName(name string) field.ErrorList {
+	p := field.NewPath("metadata", "name")
+	switch {
+	case name == "":
+		return field.ErrorList{field.Required(p, "a team name, e.g. fraud-ml")}
+	case len(name) > MaxNameLength:
+		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("has %d characters; a team name has at most %d (it names the host namespace team-<name> and the vCluster's objects): choose a shorter name", len(name), MaxNameLength))}
+	case !dns1035.MatchString(name):
+		return field.ErrorList{field.Invalid(p, name, "not a DNS-1035 label: use lowercase letters, digits and -, starting with a letter and ending with a letter or digit (e.g. fraud-ml); it names the host namespace team-<name> and the vCluster release")}
+	}
+	return nil
+}
+
+func validateQuota(p *field.Path, q Quota) field.ErrorList {
+	var errs field.ErrorList
+	if q.GPUs != nil && (*q.GPUs < 0 || *q.GPUs > MaxQuotaGPUs) {
+		errs = append(errs, field.Invalid(p.Child("gpus"), *q.GPUs, fmt.Sprintf("must be between 0 and %d", MaxQuotaGPUs)))
+	}
+	if len(q.MIG) > MaxMIGProfilesPerQuota {
+		errs = append(errs, field.TooMany(p.Child("mig"), len(q.MIG), MaxMIGProfilesPerQuota))
+	}
+	for _, name := range sortedKeys(q.MIG) {
+		kp := p.Child("mig").Key(name)
+		if !migPattern.MatchString(name) {
+			errs = append(errs, field.Invalid(kp, name, "keys are MIG profiles such as 1g.10gb, 3g.40gb or 1g.10gb+me"))
+		} else if err := knownProfile(name); err != nil {
+			errs = append(errs, field.Invalid(kp, name, err.Error()))
+		}
+		if n := q.MIG[name]; n < 0 || n > MaxQuotaGPUs {
+			errs = append(errs, field.Invalid(kp, n, fmt.Sprintf("each count must be between 0 and %d", MaxQuotaGPUs)))
+		}
+	}
+	for _, r := range []struct {
+		name, example string
+		q             *resource.Quantity
+	}{{"cpu", "64", q.CPU}, {"memory", "256Gi", q.Memory}, {"storage", "1Ti", q.Storage}} {
+		if r.q != nil && r.q.Sign() < 0 {
+			errs = append(errs, field.Invalid(p.Child(r.name), r.q.String(), "is negative; a quota is 0 or more, e.g. "+r.example))
+		}
+	}
+	if q.Pods != nil && (*q.Pods < 1 || *q.Pods > MaxQuotaPods) {
+		errs = append(errs, field.Invalid(p.Child("pods"), *q.Pods, fmt.Sprintf("must be between 1 and %d", MaxQuotaPods)))
+	}
+	return errs
+}
+
+func validateSharing(p *field.Path, s TeamSpec) field.ErrorList {
+	g := s.GPUSharing
+	if g == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if n := g.MaxPodsPerSharedGPU; n != 0 && (n < MinPodsPerSharedGPU || n > MaxPodsPerSharedGPU) {
+		errs = append(errs, field.Invalid(p.Child("maxPodsPerSharedGPU"), n, fmt.Sprintf("must be between %d and %d", MinPodsPerSharedGPU, MaxPodsPerSharedGPU)))
+	}
+	if w := g.WholeGPUAs; w != "" {
+		wp := p.Child("wholeGPUAs")
+		switch _, inQuota := s.Quota.MIG[w]; {
+		case !migPattern.MatchString(w):
+			errs = append(errs, field.Invalid(wp, w, "must be a MIG profile such as 3g.40gb"))
+		case knownProfile(w) != nil:
+			errs = append(errs, field.Invalid(wp, w, knownProfile(w).Error()))
+		case !inQuota:
+			errs = append(errs, field.Invalid(wp, w, "the MIG profile whole-GPU requests map to needs a quota in spec.quota.mig"))
+		}
+	}
+	if g.Fractions && (s.Quota.GPUs == nil || *s.Quota.GPUs < 1) {
+		errs = append(errs, field.Invalid(p.Child("fractions"), true, "fractional GPUs are carved from whole GPUs the team holds; set spec.quota.gpus to at least 1"))
+	}
+	return errs
+}
+
+func validateMembers(p *field.Path, members []Member) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[Member]bool{}
+	for i, m := range members {
+		mp := p.Index(i)
+		if m.Kind != "User" && m.Kind != "Group" {
+			errs = append(errs, field.NotSupported(mp.Child("kind"), m.Kind, []string{"User", "Group"}))
+		}
+		if m.Name == "" || len(m.Name) > 253 {
+			errs = append(errs, field.Invalid(mp.Child("name"), m.Name, "a user or group name of 1 to 253 characters"))
+		}
+		if seen[m] {
+			errs = append(errs, field.Duplicate(mp, m.Kind+":"+m.Name))
+		}
+		seen[m] = true
+	}
+	return errs
+}
+
+// KnownMIGProfiles lists, sorted, every MIG profile some GPU model gpuvc knows offers.
+func KnownMIGProfiles() []string {
+	set := map[string]bool{}
+	for _, m := range mig.Models() {
+		for _, p := range m.Profiles {
+			set[p.Name] = true
+		}
+	}
+	return sortedKeys(set)
 }
 
 // knownProfile reports an error unless some catalog model offers the profile.
@@ -38,27 +189,22 @@ func knownProfile(name string) error {
 	if _, err := mig.ParseProfileName(name); err != nil {
 		return err
 	}
-	var offered []string
-	for _, m := range mig.Models() {
-		if _, err := m.Profile(name); err == nil {
+	known := KnownMIGProfiles()
+	for _, p := range known {
+		if p == name {
 			return nil
 		}
-		for _, p := range m.Profiles {
-			offered = append(offered, p.Name)
-		}
 	}
-	sort.Strings(offered)
-	return fmt.Errorf("no known GPU model offers MIG profile %s; known profiles: %s", name, strings.Join(dedupe(offered), ", "))
+	return fmt.Errorf("no known GPU model offers MIG profile %s; known profiles: %s", name, strings.Join(known, ", "))
 }
 
-func dedupe(sorted []string) []string {
-	out := sorted[:0]
-	for i, s := range sorted {
-		if i == 0 || s != sorted[i-1] {
-			out = append(out, s)
-		}
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	return out
+	sort.Strings(keys)
+	return keys
 }
 
 // UnlimitedGPUsPerPod stands for "no per-pod GPU bound" where a number is needed.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestValidateRefusesProfilesNoGPUOffers(t *testing.T) {
@@ -12,7 +13,7 @@ func TestValidateRefusesProfilesNoGPUOffers(t *testing.T) {
 		wantErr []string // substrings, in order of the errors
 	}{
 		"known profiles": {
-			team: Team{Spec: TeamSpec{Quota: Quota{MIG: map[string]int32{"1g.10gb": 2, "3g.40gb": 1}},
+			team: Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Spec: TeamSpec{Pool: "a100", Quota: Quota{MIG: map[string]int32{"1g.10gb": 2, "3g.40gb": 1}},
 				GPUSharing: &GPUSharing{WholeGPUAs: "3g.40gb"}}},
 		},
 		"profile of no model": {

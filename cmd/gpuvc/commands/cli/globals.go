@@ -1,6 +1,12 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -29,7 +35,48 @@ func (g *Globals) ClientConfig() clientcmd.ClientConfig {
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 }
 
-// RESTConfig returns the REST configuration for the host cluster.
+// RESTConfig returns the REST configuration for the host cluster. When none is
+// found it says which files it looked at and how to get one, instead of
+// client-go's advice about KUBERNETES_MASTER.
 func (g *Globals) RESTConfig() (*rest.Config, error) {
-	return g.ClientConfig().ClientConfig()
+	cfg, err := g.ClientConfig().ClientConfig()
+	if err == nil {
+		return cfg, nil
+	}
+	const hint = "point --kubeconfig or $KUBECONFIG at the host cluster's kubeconfig, or start a local host cluster with `gpuvc dev cluster up` and run the export it prints"
+	if g.Kubeconfig != "" {
+		if _, serr := os.Stat(g.Kubeconfig); serr != nil {
+			return nil, fmt.Errorf("kubeconfig %s (from --kubeconfig) cannot be read: %v; %s", g.Kubeconfig, errors.Unwrap(serr), hint)
+		}
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, fmt.Errorf("kubeconfig %s (from --kubeconfig) names no cluster; %s", g.Kubeconfig, hint)
+		}
+		return nil, fmt.Errorf("kubeconfig %s (from --kubeconfig): %v", g.Kubeconfig, err)
+	}
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, fmt.Errorf("no kubeconfig found (looked at %s); %s", strings.Join(lookedAt(), ", "), hint)
+	}
+	if clientcmd.IsConfigurationInvalid(err) && g.Context != "" {
+		return nil, fmt.Errorf("kubeconfig context %q (from --context): %v; list contexts with `kubectl config get-contexts`", g.Context, err)
+	}
+	return nil, err
+}
+
+// lookedAt lists the kubeconfig files client-go tried, each marked missing or not.
+func lookedAt() []string {
+	var out []string
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+		for _, p := range filepath.SplitList(env) {
+			out = append(out, describePath("$KUBECONFIG "+p, p))
+		}
+		return out
+	}
+	return append(out, describePath(clientcmd.RecommendedHomeFile, clientcmd.RecommendedHomeFile))
+}
+
+func describePath(label, path string) string {
+	if _, err := os.Stat(path); err != nil {
+		return label + " (missing)"
+	}
+	return label + " (no cluster in it)"
 }

@@ -40,5 +40,6 @@ func NewCommand(streams cli.Streams) *cobra.Command {
 		team.NewCommand(streams, globals),
 		install.NewCommand(streams, globals), uninstall.NewCommand(streams, globals),
 	)
+	cli.RequireSubcommands(cmd)
 	return cmd
 }

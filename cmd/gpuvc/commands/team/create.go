@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 
 type createFlags struct {
@@ -28,7 +29,7 @@ type createFlags struct {
 	noDefaultDeny        bool
 	egress               []string
 	vclusterVersion      string
-	dryRun               bool
+	dryRun               string
 	out                  *cli.Output
 	waitFlags
 }
@@ -39,17 +40,23 @@ func newCreateCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command 
 		Use:   "create NAME --pool POOL [flags]",
 		Short: "Create a team: its own vCluster, host namespace, GPU quota and node pool",
 		Example: "  gpuvc team create fraud --pool a100 --gpus 4 --mig 1g.10gb=4 --fractions --member Group:fraud-ml --wait\n" +
-			"  gpuvc team create research --pool a100 --mig 3g.40gb=2 --whole-gpu-as 3g.40gb --dry-run > research.yaml",
+			"  gpuvc team create research --pool a100 --mig 3g.40gb=2 --whole-gpu-as 3g.40gb --dry-run=client > research.yaml",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.validateDryRun(); err != nil {
+				return err
+			}
 			t, err := f.team(args[0], cmd)
 			if err != nil {
 				return err
 			}
-			if f.dryRun {
-				if err := f.out.Validate(); err != nil {
-					return err
-				}
+			if errs := t.Validate(); len(errs) > 0 {
+				return invalidFlags(t.Name, errs)
+			}
+			if err := f.out.Validate(); err != nil {
+				return err
+			}
+			if f.dryRun == dryRunClient {
 				_, err := f.out.PrintStructured(streams.Out, t)
 				return err
 			}
@@ -57,7 +64,18 @@ func newCreateCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command 
 			if err != nil {
 				return err
 			}
-			if err := c.Create(cmd.Context(), t); err != nil {
+			var opts []teamctl.WriteOption
+			if f.dryRun == dryRunServer {
+				opts = append(opts, teamctl.DryRun)
+			}
+			if err := c.Create(cmd.Context(), t, opts...); err != nil {
+				return err
+			}
+			for _, w := range c.PoolWarnings(cmd.Context(), t) {
+				fmt.Fprintf(streams.ErrOut, "warning: team %s: %s\n", t.Name, w)
+			}
+			if f.dryRun == dryRunServer {
+				_, err := f.out.PrintStructured(streams.Out, forOutput(t))
 				return err
 			}
 			fmt.Fprintf(streams.Out, "team/%s created\n", t.Name)
@@ -85,11 +103,36 @@ func newCreateCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command 
 	fs.BoolVar(&f.noDefaultDeny, "no-default-deny", false, "do not isolate the team's pods with a default-deny NetworkPolicy")
 	fs.StringArrayVar(&f.egress, "allow-egress", nil, "CIDR the team's pods may reach (repeatable)")
 	fs.StringVar(&f.vclusterVersion, "vcluster-version", "", "vCluster chart version (default: the manager's)")
-	fs.BoolVar(&f.dryRun, "dry-run", false, "print the Team instead of creating it (see -o)")
+	fs.StringVar(&f.dryRun, "dry-run", dryRunNone, "check the Team without creating it and print it (see -o): server (the default of a bare --dry-run) asks the\n"+
+		"API server, which applies every rule and default; client checks the same rules here, with no cluster needed")
+	fs.Lookup("dry-run").NoOptDefVal = dryRunServer
 	f.out.AddFlag(fs)
 	f.waitFlags.add(cmd, "the team is Ready")
 	_ = cmd.MarkFlagRequired("pool")
 	return cmd
+}
+
+// Values of --dry-run.
+const (
+	dryRunNone   = "none"
+	dryRunClient = "client"
+	dryRunServer = "server"
+)
+
+func (f *createFlags) validateDryRun() error {
+	switch f.dryRun {
+	case dryRunNone, dryRunClient, dryRunServer:
+		return nil
+	}
+	return fmt.Errorf("--dry-run %q is not supported: use --dry-run (the API server checks it), --dry-run=client (checked here) or leave it out", f.dryRun)
+}
+
+// forOutput is a Team as a user would write it: what the server stored, without
+// the fields it manages itself.
+func forOutput(t *gpuvcv1.Team) *gpuvcv1.Team {
+	out := &gpuvcv1.Team{TypeMeta: metav1.TypeMeta{APIVersion: gpuvcv1.GroupVersion.String(), Kind: "Team"}, Spec: t.Spec}
+	out.Name, out.Labels, out.Annotations = t.Name, t.Labels, t.Annotations
+	return out
 }
 
 // team builds the Team from the flags, naming the flag at fault on bad input.

@@ -37,7 +37,7 @@ func newDeleteCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command 
 				return nil
 			}
 			for _, name := range args {
-				if err := c.WaitDeleted(cmd.Context(), name, w.timeout); err != nil {
+				if err := c.WaitDeleted(cmd.Context(), name, w.timeout, progressPrinter(streams, name)); err != nil {
 					return err
 				}
 				fmt.Fprintf(streams.ErrOut, "team %s and its host objects are gone\n", name)

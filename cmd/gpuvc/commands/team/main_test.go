@@ -40,9 +40,6 @@ type result struct {
 // gpuvc runs the real command tree in-process against the local control plane.
 func gpuvc(t *testing.T, args ...string) result {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	streams := cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	cmd := root.NewCommand(streams)
 	if host != nil {
 		global := []string{"--kubeconfig", host.Kubeconfig}
 		if len(args) > 0 && args[0] == "__complete" { // a shell passes what was typed after it
@@ -51,6 +48,15 @@ func gpuvc(t *testing.T, args ...string) result {
 		}
 		args = append(global, args...)
 	}
+	return gpuvcAlone(t, args...)
+}
+
+// gpuvcAlone runs the command tree with only the given arguments.
+func gpuvcAlone(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	streams := cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	cmd := root.NewCommand(streams)
 	cmd.SetArgs(args)
 	code := cli.Run(cmd)
 	return result{out: out.String(), errOut: errOut.String(), code: code}

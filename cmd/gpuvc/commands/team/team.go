@@ -19,7 +19,6 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 		Use:     "team",
 		Aliases: []string{"teams"},
 		Short:   "Create, change, list and delete team clusters on the host",
-		Args:    cobra.NoArgs,
 	}
 	cmd.AddCommand(
 		withPoolCompletion(newCreateCommand(streams, globals), globals),
@@ -51,13 +50,18 @@ func (w *waitFlags) add(cmd *cobra.Command, what string) {
 	cmd.Flags().DurationVar(&w.timeout, "timeout", 5*time.Minute, "how long --wait waits")
 }
 
-// progressPrinter prints each condition change to ErrOut while waiting.
+// progressPrinter prints each condition change, heartbeat and warning to ErrOut
+// while waiting.
 func progressPrinter(streams cli.Streams, name string) teamctl.Progress {
-	return func(elapsed time.Duration, c metav1.Condition) {
-		mark := "…"
-		if c.Status == metav1.ConditionTrue {
-			mark = "✓"
+	return func(e teamctl.Event) {
+		if c := e.Condition; c != nil {
+			mark := "…"
+			if c.Status == metav1.ConditionTrue {
+				mark = "✓"
+			}
+			fmt.Fprintf(streams.ErrOut, "[%5.1fs] %s %s %s: %s (%s)\n", e.Elapsed.Seconds(), name, mark, c.Type, c.Reason, c.Message)
+			return
 		}
-		fmt.Fprintf(streams.ErrOut, "[%5.1fs] %s %s %s: %s (%s)\n", elapsed.Seconds(), name, mark, c.Type, c.Reason, c.Message)
+		fmt.Fprintf(streams.ErrOut, "[%5.1fs] %s %s\n", e.Elapsed.Seconds(), name, e.Note)
 	}
 }
