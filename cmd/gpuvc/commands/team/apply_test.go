@@ -110,6 +110,27 @@ func TestApplyFolderReportsEveryProblem(t *testing.T) {
 	require.Contains(t, r.errOut, "6 problems in 3 files; nothing was applied")
 }
 
+// TestApplyAppliesNothingWhenOneTeamIsInvalid: a value the API server would refuse
+// in one file keeps the good teams of the other files from being applied.
+func TestApplyAppliesNothingWhenOneTeamIsInvalid(t *testing.T) {
+	integration(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "good.yaml", twoTeams)
+	writeFile(t, dir, "bad.yaml", "apiVersion: gpuvc.dev/v1alpha1\nkind: Team\nmetadata: {name: bad}\n"+
+		"spec: {pool: a100, quota: {}, network: {allowedEgressCIDRs: [10.0.0.0/33]}}\n")
+	t.Cleanup(func() { gpuvc(t, "team", "delete", "lab", "ads", "bad") })
+
+	r := gpuvc(t, "team", "apply", "-f", dir)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.errOut, `bad.yaml: document 1 (team bad): spec.network.allowedEgressCIDRs[0]: Invalid value: "10.0.0.0/33"`)
+	require.Contains(t, r.errOut, "1 problem in 1 file; nothing was applied")
+	for _, name := range []string{"lab", "ads", "bad"} {
+		r = gpuvc(t, "team", "get", name)
+		require.Equal(t, 1, r.code, "team %s was applied", name)
+		require.Contains(t, r.errOut, "not found")
+	}
+}
+
 // TestExamplesApply keeps docs/examples valid: every example team is accepted.
 func TestExamplesApply(t *testing.T) {
 	integration(t)

@@ -215,7 +215,8 @@ func listItems(m map[string]any) ([]any, bool) {
 }
 
 // checkTeam judges one document as a Team: kind and apiVersion first, then every
-// field against the Team type. It returns the Team only when there is no problem.
+// field against the Team type, then the values by the Team's own validation. It
+// returns the Team only when there is no problem.
 func checkTeam(label string, obj any) (*gpuvcv1.Team, []string) {
 	m, ok := obj.(map[string]any)
 	if !ok {
@@ -269,6 +270,14 @@ func checkTeam(label string, obj any) (*gpuvcv1.Team, []string) {
 	}
 	if t.Name == "" {
 		return nil, []string{label + ": metadata.name is required"}
+	}
+	// Values the API server would refuse, checked by the same rules, so that one
+	// refused team cannot leave the others half-applied.
+	for _, e := range t.Validate() {
+		problems = append(problems, label+": "+e.Error())
+	}
+	if len(problems) > 0 {
+		return nil, problems
 	}
 	asApplied(t)
 	return t, nil
