@@ -62,13 +62,22 @@ func describe(w io.Writer, t *gpuvcv1.Team, now time.Time) {
 	_ = tw.Flush()
 }
 
-// readyLine is the Ready status, saying when it describes an older spec.
+// readyLine is the Ready status with why not, what a deletion waits for, and
+// whether it describes an older spec.
 func readyLine(t *gpuvcv1.Team) string {
-	s := readyColumn(t)
-	if t.Status.ObservedGeneration != 0 && t.Status.ObservedGeneration != t.Generation {
-		s += fmt.Sprintf(" (for spec generation %d; the manager has not yet acted on generation %d)", t.Status.ObservedGeneration, t.Generation)
+	var why []string
+	if d := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionDeleting); !t.DeletionTimestamp.IsZero() && d != nil {
+		why = append(why, d.Reason+": "+d.Message)
+	} else if r := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionReady); r != nil && r.Status != metav1.ConditionTrue {
+		why = append(why, r.Reason)
 	}
-	return s
+	if t.Status.ObservedGeneration != 0 && t.Status.ObservedGeneration != t.Generation {
+		why = append(why, fmt.Sprintf("for spec generation %d; the manager has not yet acted on generation %d", t.Status.ObservedGeneration, t.Generation))
+	}
+	if len(why) == 0 {
+		return readyColumn(t)
+	}
+	return readyColumn(t) + " (" + strings.Join(why, "; ") + ")"
 }
 
 func age(ts metav1.Time, now time.Time) string {

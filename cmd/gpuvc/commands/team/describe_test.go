@@ -84,7 +84,7 @@ func TestDescribeSaysWhyNoKubeconfigYet(t *testing.T) {
 	var b bytes.Buffer
 	describe(&b, tm, created)
 	for _, want := range []string{
-		"Ready:       False (for spec generation 2; the manager has not yet acted on generation 3)\n",
+		"Ready:       False (VClusterNotReady; for spec generation 2; the manager has not yet acted on generation 3)\n",
 		"  GPUs:      not limited\n",
 		"  MIG:       none\n",
 		"Sharing:     off: pods get whole GPUs\n",
@@ -95,6 +95,13 @@ func TestDescribeSaysWhyNoKubeconfigYet(t *testing.T) {
 		require.Contains(t, b.String(), want)
 	}
 
+	tm.DeletionTimestamp = ptr.To(metav1.NewTime(created))
+	tm.Status.Conditions = append(tm.Status.Conditions, metav1.Condition{Type: "Deleting", Status: "True", Reason: "UninstallingVCluster", Message: "helm uninstall of fraud"})
+	b.Reset()
+	describe(&b, tm, created)
+	require.Contains(t, b.String(), "Ready:       Deleting (UninstallingVCluster: helm uninstall of fraud; for spec generation 2;")
+
+	tm.DeletionTimestamp = nil
 	tm.Status = gpuvcv1.TeamStatus{}
 	b.Reset()
 	describe(&b, tm, created)
