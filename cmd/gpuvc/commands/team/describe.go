@@ -66,10 +66,12 @@ func describe(w io.Writer, t *gpuvcv1.Team, now time.Time) {
 // whether it describes an older spec.
 func readyLine(t *gpuvcv1.Team) string {
 	var why []string
-	if d := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionDeleting); !t.DeletionTimestamp.IsZero() && d != nil {
-		why = append(why, d.Reason+": "+d.Message)
-	} else if r := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionReady); r != nil && r.Status != metav1.ConditionTrue {
-		why = append(why, r.Reason)
+	if r := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionReady); r != nil && r.Status != metav1.ConditionTrue {
+		if !t.DeletionTimestamp.IsZero() && (r.Reason == gpuvcv1.ReasonDeleting || r.Reason == gpuvcv1.ReasonUninstallFailed) {
+			why = append(why, r.Reason+": "+r.Message)
+		} else {
+			why = append(why, r.Reason)
+		}
 	}
 	if t.Status.ObservedGeneration != 0 && t.Status.ObservedGeneration != t.Generation {
 		why = append(why, fmt.Sprintf("for spec generation %d; the manager has not yet acted on generation %d", t.Status.ObservedGeneration, t.Generation))

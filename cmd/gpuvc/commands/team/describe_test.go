@@ -96,10 +96,10 @@ func TestDescribeSaysWhyNoKubeconfigYet(t *testing.T) {
 	}
 
 	tm.DeletionTimestamp = ptr.To(metav1.NewTime(created))
-	tm.Status.Conditions = append(tm.Status.Conditions, metav1.Condition{Type: "Deleting", Status: "True", Reason: "UninstallingVCluster", Message: "helm uninstall of fraud"})
+	tm.Status.Conditions[0] = metav1.Condition{Type: "Ready", Status: "False", Reason: gpuvcv1.ReasonDeleting, Message: "namespace team-fraud is terminating: some resources are remaining: pods"}
 	b.Reset()
 	describe(&b, tm, created)
-	require.Contains(t, b.String(), "Ready:       Deleting (UninstallingVCluster: helm uninstall of fraud; for spec generation 2;")
+	require.Contains(t, b.String(), "Ready:       Deleting (Deleting: namespace team-fraud is terminating: some resources are remaining: pods; for spec generation 2;")
 
 	tm.DeletionTimestamp = nil
 	tm.Status = gpuvcv1.TeamStatus{}
