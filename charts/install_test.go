@@ -39,6 +39,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuvc/gpuvc/manager"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -308,7 +310,7 @@ func checkStoredWebhooks(ctx context.Context, t *testing.T) {
 		t.Error("failurePolicy is not Fail")
 	}
 	for _, sel := range []*metav1.LabelSelector{wm.NamespaceSelector, wv.NamespaceSelector} {
-		if len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Key != syncer.LabelTeam || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
+		if len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Key != contract.LabelTeam || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
 			t.Errorf("namespaceSelector %+v", sel)
 		}
 	}
@@ -551,7 +553,7 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		}
 	}()
 
-	c, err := client.New(host.Config, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(host.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -589,7 +591,7 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		if host == nil || host.Status != metav1.ConditionTrue || vc == nil || vc.Reason == "ReleaseFailed" {
 			return false, nil
 		}
-		pods, err := hostClient().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: syncer.LabelTeam + "=fraud"})
+		pods, err := hostClient().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelTeam + "=fraud"})
 		if err != nil || len(pods.Items) == 0 {
 			return false, err
 		}
@@ -635,7 +637,7 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		}
 	}
 	// The reservation pods' account the manager creates per team (share controller).
-	if _, err := host.Client.RbacV1().RoleBindings(ns).Get(ctx, team.ReserveServiceAccount, metav1.GetOptions{}); err != nil {
+	if _, err := host.Client.RbacV1().RoleBindings(ns).Get(ctx, contract.ReserveServiceAccount, metav1.GetOptions{}); err != nil {
 		t.Errorf("reservation RBAC in %s: %v", ns, err)
 	}
 	lease, err := host.Client.CoordinationV1().Leases(testNamespace).Get(ctx, LeaderElectionID, metav1.GetOptions{})

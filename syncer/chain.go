@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 )
@@ -32,7 +33,7 @@ type Input struct {
 
 // pool is the pool this pod must stay in.
 func (in *Input) pool() string {
-	if in.Role == RoleControlPlane {
+	if in.Role == contract.RoleControlPlane {
 		return in.Policy.systemPool()
 	}
 	return in.Policy.Pool

@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -40,7 +41,7 @@ func Configurations(o ConfigOptions) (*admissionregistrationv1.MutatingWebhookCo
 		return cc
 	}
 	teams := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: LabelTeam, Operator: metav1.LabelSelectorOpExists,
+		Key: contract.LabelTeam, Operator: metav1.LabelSelectorOpExists,
 	}}}
 	rule := func(resources ...string) []admissionregistrationv1.RuleWithOperations {
 		return []admissionregistrationv1.RuleWithOperations{{

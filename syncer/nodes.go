@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,5 +29,5 @@ func (n ClientNodePools) PoolOf(ctx context.Context, node string) (string, error
 		}
 		return "", err
 	}
-	return obj.Labels[LabelPool], nil
+	return obj.Labels[contract.LabelPool], nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,17 +32,17 @@ func (s *NamespacePolicies) TeamPolicy(ctx context.Context, namespace string) (*
 		}
 		return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
 	}
-	team := ns.Labels[LabelTeam]
+	team := ns.Labels[contract.LabelTeam]
 	if team == "" {
 		return nil, ErrNotTeamNamespace
 	}
-	pool := ns.Labels[LabelPool]
+	pool := ns.Labels[contract.LabelPool]
 	if pool == "" {
-		return nil, fmt.Errorf("namespace %s of team %q has no %s label: label it with the team's node pool", namespace, team, LabelPool)
+		return nil, fmt.Errorf("namespace %s of team %q has no %s label: label it with the team's node pool", namespace, team, contract.LabelPool)
 	}
 	p, ok := s.Teams[team]
 	if !ok {
-		return nil, fmt.Errorf("namespace %s is labelled %s=%s but gpuvc has no policy for team %q", namespace, LabelTeam, team, team)
+		return nil, fmt.Errorf("namespace %s is labelled %s=%s but gpuvc has no policy for team %q", namespace, contract.LabelTeam, team, team)
 	}
 	if p.Pool != "" && p.Pool != pool {
 		return nil, fmt.Errorf("namespace %s says pool %q but team %q's policy says pool %q: fix one of them", namespace, pool, team, p.Pool)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -17,11 +18,11 @@ func TestNamespacePolicies(t *testing.T) {
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	}
 	reader := fake.NewClientBuilder().WithObjects(
-		ns("team-fraud", map[string]string{LabelTeam: "fraud", LabelPool: "a100"}),
+		ns("team-fraud", map[string]string{contract.LabelTeam: "fraud", contract.LabelPool: "a100"}),
 		ns("plain", nil),
-		ns("no-pool", map[string]string{LabelTeam: "fraud"}),
-		ns("stranger", map[string]string{LabelTeam: "stranger", LabelPool: "a100"}),
-		ns("moved", map[string]string{LabelTeam: "pinned", LabelPool: "a100"}),
+		ns("no-pool", map[string]string{contract.LabelTeam: "fraud"}),
+		ns("stranger", map[string]string{contract.LabelTeam: "stranger", contract.LabelPool: "a100"}),
+		ns("moved", map[string]string{contract.LabelTeam: "pinned", contract.LabelPool: "a100"}),
 	).Build()
 	s := &NamespacePolicies{Reader: reader, Teams: map[string]TeamPolicy{
 		"fraud":  {MaxGPUsPerPod: 4},

@@ -3,6 +3,7 @@ package syncer
 import (
 	"testing"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
@@ -58,7 +59,11 @@ func TestCheckReservedConfigMaps(t *testing.T) {
 }
 
 func TestReservedServiceAccount(t *testing.T) {
-	reserve := func() *corev1.Pod { p := pod().Obj(); p.Spec.ServiceAccountName = ReserveServiceAccount; return p }
+	reserve := func() *corev1.Pod {
+		p := pod().Obj()
+		p.Spec.ServiceAccountName = contract.ReserveServiceAccount
+		return p
+	}
 	runCheckTable(t, checkReservedServiceAccount, map[string]checkCase{
 		"own service account": {pod: pod().Obj()},
 		"tenant borrows the reservation account": {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/go-logr/logr"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -89,7 +90,7 @@ func (w *Webhook) input(ctx context.Context, req admission.Request) (*Input, *ad
 		return respond(admission.Denied(fmt.Sprintf("gpuvc: %s: %v; pods in this namespace are refused until the platform team fixes it", ReasonNoTeamPolicy, err)))
 	}
 	in := &Input{Policy: policy, Pod: &corev1.Pod{}, MIG: w.opts.MIG, Trusted: slices.Contains(w.opts.TrustedUsers, req.UserInfo.Username),
-		ReserveWriter: req.UserInfo.Username == "system:serviceaccount:"+req.Namespace+":"+ReserveServiceAccount}
+		ReserveWriter: req.UserInfo.Username == "system:serviceaccount:"+req.Namespace+":"+contract.ReserveServiceAccount}
 	if err := w.decoder.DecodeRaw(req.Object, in.Pod); err != nil {
 		return respond(admission.Errored(400, err))
 	}

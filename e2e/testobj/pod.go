@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // PodWrapper builds a Pod.
@@ -41,7 +42,7 @@ func (p *PodWrapper) Limit(name, qty string) *PodWrapper {
 }
 
 // GPUs asks for n whole GPUs.
-func (p *PodWrapper) GPUs(n string) *PodWrapper { return p.Limit(nodepool.ResourceGPU, n) }
+func (p *PodWrapper) GPUs(n string) *PodWrapper { return p.Limit(contract.ResourceGPU, n) }
 
 // MIG asks for n slices of a MIG profile such as "1g.10gb".
 func (p *PodWrapper) MIG(profile, n string) *PodWrapper {
@@ -50,7 +51,7 @@ func (p *PodWrapper) MIG(profile, n string) *PodWrapper {
 
 // InPool tolerates a pool's taint and selects its nodes.
 func (p *PodWrapper) InPool(pool string) *PodWrapper {
-	return p.TolerateTaint(nodepool.PoolTaint, pool).NodeSelector(nodepool.PoolLabel, pool)
+	return p.TolerateTaint(contract.LabelPool, pool).NodeSelector(contract.LabelPool, pool)
 }
 
 // TolerateTaint adds a toleration for key=value:NoSchedule.

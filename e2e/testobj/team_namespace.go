@@ -1,9 +1,8 @@
 package testobj
 
 import (
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/gpuvc/gpuvc/kind/nodepool"
 )
 
 // TeamNamespace returns team's host namespace (team-<team>) labelled the way the
@@ -11,7 +10,7 @@ import (
 func TeamNamespace(team, pool string) *corev1.Namespace {
 	return Namespace("team-"+team, map[string]string{
 		"gpuvc.dev/team":   team,
-		nodepool.PoolLabel: pool,
+		contract.LabelPool: pool,
 	})
 }
 

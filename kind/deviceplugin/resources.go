@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/mig"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // VisibleDevicesEnv is the variable Allocate sets to the allocated device IDs,
@@ -44,7 +45,7 @@ func Resources(inv inventory.Inventory) []Resource {
 	}
 	for _, g := range inv.GPUs {
 		if !g.MIG.Enabled {
-			add(inventory.ResourceGPU, g.UUID)
+			add(contract.ResourceGPU, g.UUID)
 			continue
 		}
 		for _, gi := range g.MIG.Instances {

@@ -4,20 +4,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
 func TestUsageCollector(t *testing.T) {
 	quota := func(ns, name, team string, hard, used corev1.ResourceList) *corev1.ResourceQuota {
 		labels := map[string]string{LabelManagedBy: managedBy}
 		if team != "" {
-			labels[gpuvcv1.LabelTeam] = team
+			labels[contract.LabelTeam] = team
 		}
 		return &corev1.ResourceQuota{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},

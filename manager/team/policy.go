@@ -9,14 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/syncer"
-)
-
-// GFD labels describing a node's GPUs.
-const (
-	labelGPUProduct = "nvidia.com/gpu.product"
-	labelGPUMemory  = "nvidia.com/gpu.memory"
 )
 
 // Policy is what Team t allows its pods, as both fences judge them: the webhook
@@ -49,18 +44,18 @@ func Policy(t *gpuvcv1.Team, product string, memMiB int64, systemPool string) *s
 // mapping targets what most of the pool offers.
 func PoolGPU(ctx context.Context, reader client.Reader, pool string) (string, int64, error) {
 	nodes := &corev1.NodeList{}
-	if err := reader.List(ctx, nodes, client.MatchingLabels{gpuvcv1.LabelPool: pool}); err != nil {
+	if err := reader.List(ctx, nodes, client.MatchingLabels{contract.LabelPool: pool}); err != nil {
 		return "", 0, fmt.Errorf("listing nodes of pool %s: %w", pool, err)
 	}
 	count := map[string]int{}
 	memory := map[string]int64{}
 	for _, n := range nodes.Items {
-		product := n.Labels[labelGPUProduct]
+		product := n.Labels[contract.LabelGPUProduct]
 		if product == "" {
 			continue
 		}
 		count[product]++
-		if m, err := strconv.ParseInt(n.Labels[labelGPUMemory], 10, 64); err == nil && m > memory[product] {
+		if m, err := strconv.ParseInt(n.Labels[contract.LabelGPUMemory], 10, 64); err == nil && m > memory[product] {
 			memory[product] = m
 		}
 	}

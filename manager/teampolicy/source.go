@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -40,16 +41,16 @@ func (s Source) TeamPolicy(ctx context.Context, namespace string) (*syncer.TeamP
 		}
 		return nil, err
 	}
-	name, ok := ns.Labels[gpuvcv1.LabelTeam]
+	name, ok := ns.Labels[contract.LabelTeam]
 	if !ok {
 		return nil, syncer.ErrNotTeamNamespace
 	}
 	t := &gpuvcv1.Team{}
 	if err := s.Reader.Get(ctx, types.NamespacedName{Name: name}, t); err != nil {
-		return nil, fmt.Errorf("namespace %s is labelled %s=%s but that Team cannot be read: %w", namespace, gpuvcv1.LabelTeam, name, err)
+		return nil, fmt.Errorf("namespace %s is labelled %s=%s but that Team cannot be read: %w", namespace, contract.LabelTeam, name, err)
 	}
 	if gpuvcv1.HostNamespace(t.Name) != namespace {
-		return nil, fmt.Errorf("namespace %s is labelled %s=%s but that Team's namespace is %s", namespace, gpuvcv1.LabelTeam, name, gpuvcv1.HostNamespace(t.Name))
+		return nil, fmt.Errorf("namespace %s is labelled %s=%s but that Team's namespace is %s", namespace, contract.LabelTeam, name, gpuvcv1.HostNamespace(t.Name))
 	}
 	product, memMiB, err := team.PoolGPU(ctx, s.Reader, t.Spec.Pool)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // CheckInvariants asserts what must hold at any instant in the team namespace:
@@ -31,10 +31,10 @@ func (tm Team) CheckInvariants(ctx context.Context, tb testing.TB) {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		group := p.Labels[syncer.LabelShareGroup]
+		group := p.Labels[contract.LabelShareGroup]
 		if Gated(&p) {
 			if group != "" && p.DeletionTimestamp == nil {
-				u, _ := strconv.Atoi(p.Annotations[syncer.AnnotationShareUnits])
+				u, _ := strconv.Atoi(p.Annotations[contract.AnnotationShareUnits])
 				units[group] += u
 				count[group]++
 			}
@@ -45,9 +45,9 @@ func (tm Team) CheckInvariants(ctx context.Context, tb testing.TB) {
 			tb.Errorf("ungated pod %s has no live reservation (group %q)", p.Name, group)
 			continue
 		}
-		u, err := strconv.Atoi(p.Annotations[syncer.AnnotationShareUnits])
+		u, err := strconv.Atoi(p.Annotations[contract.AnnotationShareUnits])
 		if err != nil {
-			tb.Errorf("ungated pod %s: %s %q", p.Name, syncer.AnnotationShareUnits, p.Annotations[syncer.AnnotationShareUnits])
+			tb.Errorf("ungated pod %s: %s %q", p.Name, contract.AnnotationShareUnits, p.Annotations[contract.AnnotationShareUnits])
 		}
 		units[group] += u
 		count[group]++
@@ -70,15 +70,15 @@ func (tm Team) CheckInvariants(ctx context.Context, tb testing.TB) {
 // checkConfigMap: an ungated pod reads its reservation's GPU.
 func (tm Team) checkConfigMap(ctx context.Context, tb testing.TB, p, r *corev1.Pod) {
 	tb.Helper()
-	cm, err := tm.Client.CoreV1().ConfigMaps(tm.Namespace).Get(ctx, p.Annotations[syncer.AnnotationShareConfigMap], metav1.GetOptions{})
+	cm, err := tm.Client.CoreV1().ConfigMaps(tm.Namespace).Get(ctx, p.Annotations[contract.AnnotationShareConfigMap], metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) && tm.gone(ctx, p.Name):
 		// deleted since the list, ConfigMap collected with it
 	case err != nil:
 		tb.Errorf("ungated pod %s has no share ConfigMap: %v", p.Name, err)
 	default:
-		if got, want := cm.Data[syncer.EnvVisibleDevices], r.Annotations[syncer.AnnotationGPUUUID]; got != want || want == "" {
-			tb.Errorf("pod %s: %s=%q, its reservation %s holds %q", p.Name, syncer.EnvVisibleDevices, got, r.Name, want)
+		if got, want := cm.Data[contract.EnvVisibleDevices], r.Annotations[contract.AnnotationGPUUUID]; got != want || want == "" {
+			tb.Errorf("pod %s: %s=%q, its reservation %s holds %q", p.Name, contract.EnvVisibleDevices, got, r.Name, want)
 		}
 	}
 }
@@ -87,13 +87,13 @@ func (tm Team) checkConfigMap(ctx context.Context, tb testing.TB, p, r *corev1.P
 // nodes' UUIDs name their node.
 func (tm Team) checkUUIDs(ctx context.Context, tb testing.TB) {
 	tb.Helper()
-	all, err := tm.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: syncer.LabelRole + "=" + syncer.RoleReservation})
+	all, err := tm.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: contract.LabelRole + "=" + contract.RoleReservation})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	seen := map[string]string{}
 	for _, r := range all.Items {
-		u := r.Annotations[syncer.AnnotationGPUUUID]
+		u := r.Annotations[contract.AnnotationGPUUUID]
 		if u == "" {
 			continue
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // UngateLatency measures create → gate removed (seen by a watch) for one 0.1
@@ -78,7 +78,7 @@ func Burst(ctx context.Context, b *testing.B, tm Team) {
 		b.StopTimer()
 		units := 0
 		for _, p := range tm.SharePods(ctx, b) {
-			n, _ := strconv.Atoi(p.Annotations[syncer.AnnotationShareUnits])
+			n, _ := strconv.Atoi(p.Annotations[contract.AnnotationShareUnits])
 			units += n
 		}
 		podsPerSec = append(podsPerSec, float64(len(burst))/last.Sub(start).Seconds())

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Team is a team namespace on a real API server whose pods pass gpuvc's webhook
@@ -29,7 +29,7 @@ type Team struct {
 
 // Gated reports whether p still waits for its GPU share.
 func Gated(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == syncer.GateGPUShare })
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.GateGPUShare })
 }
 
 // CreateShare creates a pod asking for gpu-fraction f, the way a tenant's pod
@@ -64,13 +64,13 @@ func (tm Team) DeletePod(ctx context.Context, tb testing.TB, name string) {
 // SharePods lists the namespace's share pods.
 func (tm Team) SharePods(ctx context.Context, tb testing.TB) []corev1.Pod {
 	tb.Helper()
-	return tm.list(ctx, tb, syncer.LabelGPUShare+"=true")
+	return tm.list(ctx, tb, contract.LabelGPUShare+"=true")
 }
 
 // Reservations lists the namespace's reservation pods.
 func (tm Team) Reservations(ctx context.Context, tb testing.TB) []corev1.Pod {
 	tb.Helper()
-	return tm.list(ctx, tb, syncer.LabelRole+"="+syncer.RoleReservation)
+	return tm.list(ctx, tb, contract.LabelRole+"="+contract.RoleReservation)
 }
 
 func (tm Team) list(ctx context.Context, tb testing.TB, selector string) []corev1.Pod {
@@ -87,7 +87,7 @@ func (tm Team) list(ctx context.Context, tb testing.TB, selector string) []corev
 func (tm Team) Clean(tb testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sel := metav1.ListOptions{LabelSelector: syncer.LabelGPUShare + "=true"}
+	sel := metav1.ListOptions{LabelSelector: contract.LabelGPUShare + "=true"}
 	if err := tm.Client.CoreV1().Pods(tm.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel); err != nil {
 		tb.Errorf("deleting share pods of %s: %v", tm.Namespace, err)
 	}
@@ -96,7 +96,7 @@ func (tm Team) Clean(tb testing.TB) {
 	var left []string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		left = nil
-		for _, sel := range []string{syncer.LabelGPUShare + "=true", syncer.LabelRole + "=" + syncer.RoleReservation} {
+		for _, sel := range []string{contract.LabelGPUShare + "=true", contract.LabelRole + "=" + contract.RoleReservation} {
 			l, err := tm.Client.CoreV1().Pods(tm.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 			if err != nil {
 				return false, nil

@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/gpuvc/gpuvc/syncer"
 )
 
 // UngateWatch records when each share pod of a namespace is first seen
@@ -25,7 +24,7 @@ type UngateWatch struct {
 // WatchUngates starts watching the team's share pods; Stop ends it.
 func (tm Team) WatchUngates(ctx context.Context, tb testing.TB) *UngateWatch {
 	tb.Helper()
-	w, err := tm.Client.CoreV1().Pods(tm.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: syncer.LabelGPUShare + "=true"})
+	w, err := tm.Client.CoreV1().Pods(tm.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: contract.LabelGPUShare + "=true"})
 	if err != nil {
 		tb.Fatal(err)
 	}

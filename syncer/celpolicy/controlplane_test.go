@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
@@ -31,7 +31,7 @@ func TestControlPlane(t *testing.T) {
 			refusal(c.ReasonControlPlaneGPU, "the vCluster control plane (StatefulSet vc2) asks for nvidia.com/gpu", "limit: no GPUs for control-plane pods")},
 		"another StatefulSet in the system pool": {"vc3", "impostor", testobj.Pod("", "").InPool(systemPool),
 			refusal(c.ReasonPoolNotSelected, "spec.nodeSelector[gpuvc.dev/pool]=system", "must select pool a100")},
-		"the vCluster StatefulSet's pod marked as synced by vCluster": {"vc4", "vc4", testobj.Pod("", "").InPool(systemPool).Label(syncer.LabelVClusterManagedBy, "vc4"),
+		"the vCluster StatefulSet's pod marked as synced by vCluster": {"vc4", "vc4", testobj.Pod("", "").InPool(systemPool).Label(contract.LabelVClusterManagedBy, "vc4"),
 			refusal(c.ReasonPoolNotSelected, "spec.nodeSelector[gpuvc.dev/pool]=system")},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
@@ -69,10 +70,10 @@ func TestWithWebhook(t *testing.T) {
 		"own scheduler (replaced)":          {testobj.Pod("scheduler", layeredNS).SchedulerName("my-scheduler"), "a100"},
 		"critical priority class (removed)": {testobj.Pod("priority", layeredNS).PriorityClass("system-node-critical"), "a100"},
 		"foreign runtime class (removed)":   {testobj.Pod("runtime", layeredNS).RuntimeClass(foreignRuntime), ""},
-		"KAI queue (removed)":               {testobj.Pod("queue", layeredNS).Label(syncer.LabelKAIQueue, "other-queue"), ""},
-		"forged gpuvc metadata (removed)": {testobj.Pod("forged", layeredNS).Label(syncer.LabelRole, syncer.RoleReservation).
-			Annotation(syncer.AnnotationGPUUUID, "GPU-victim").Label(syncer.LabelShareGroup, "x"), "a100"},
-		"init container and sidecar on GPU": {testobj.Pod("sidecar", layeredNS).GPUs("1").Sidecar("proxy").LimitOn("proxy", nodepool.ResourceGPU, "1").InitContainer("warmup").LimitOn("warmup", nodepool.ResourceGPU, "1"), "a100-0"},
+		"KAI queue (removed)":               {testobj.Pod("queue", layeredNS).Label(contract.LabelKAIQueue, "other-queue"), ""},
+		"forged gpuvc metadata (removed)": {testobj.Pod("forged", layeredNS).Label(contract.LabelRole, contract.RoleReservation).
+			Annotation(contract.AnnotationGPUUUID, "GPU-victim").Label(contract.LabelShareGroup, "x"), "a100"},
+		"init container and sidecar on GPU": {testobj.Pod("sidecar", layeredNS).GPUs("1").Sidecar("proxy").LimitOn("proxy", contract.ResourceGPU, "1").InitContainer("warmup").LimitOn("warmup", contract.ResourceGPU, "1"), "a100-0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			created, err := pods.Create(ctx, tc.pod.Obj(), metav1.CreateOptions{})
@@ -80,7 +81,7 @@ func TestWithWebhook(t *testing.T) {
 				t.Fatalf("refused with both layers on: %v", err)
 			}
 			deleteAtEnd(test, layeredNS, created.Name)
-			if got := created.Spec.NodeSelector[syncer.LabelPool]; got != pool {
+			if got := created.Spec.NodeSelector[contract.LabelPool]; got != pool {
 				t.Errorf("the webhook did not pin the pool: nodeSelector %v", created.Spec.NodeSelector)
 			}
 			if tc.node != "" {
@@ -98,7 +99,7 @@ func TestWithWebhook(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule})
+			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule})
 			_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
 			return err
 		})
@@ -263,7 +264,7 @@ func startWebhook(ctx context.Context, t *testing.T) {
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		got, err := cp.Client.CoreV1().Pods(layeredNS).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		last = err
-		return err == nil && got.Labels[syncer.LabelTeam] == layeredTeam, nil
+		return err == nil && got.Labels[contract.LabelTeam] == layeredTeam, nil
 	}); err != nil {
 		t.Fatalf("the API server never called the webhook: %v (last: %v)", err, last)
 	}

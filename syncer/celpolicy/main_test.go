@@ -20,7 +20,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
@@ -130,7 +130,7 @@ func impersonate(user string) (kubernetes.Interface, error) {
 func createTeamNamespace(ctx context.Context, ns, team string, params map[string]string) error {
 	c := env.cp.Client
 	if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(ns, map[string]string{
-		syncer.LabelTeam: team, syncer.LabelPool: pool,
+		contract.LabelTeam: team, contract.LabelPool: pool,
 	}), metav1.CreateOptions{}); err != nil {
 		return err
 	}

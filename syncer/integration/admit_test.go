@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
@@ -23,7 +24,7 @@ func TestWholeGPURunsOnA100(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pod.Spec.NodeSelector[syncer.LabelPool] != "a100" || pod.Labels[syncer.LabelTeam] != "fraud" || pod.Annotations[syncer.AnnotationRole] != syncer.RoleWorkload {
+	if pod.Spec.NodeSelector[contract.LabelPool] != "a100" || pod.Labels[contract.LabelTeam] != "fraud" || pod.Annotations[contract.AnnotationRole] != contract.RoleWorkload {
 		t.Errorf("host pod not pinned and labelled: nodeSelector=%v labels=%v annotations=%v", pod.Spec.NodeSelector, pod.Labels, pod.Annotations)
 	}
 	got := waitForPod(ctx, t, pod.Namespace, pod.Name, running)
@@ -82,7 +83,7 @@ func TestWholeGPUMappedToMIG(t *testing.T) {
 	}
 	limits := pod.Spec.Containers[0].Resources.Limits
 	mig := limits["nvidia.com/mig-1g.10gb"]
-	if _, whole := limits[syncer.ResourceGPU]; whole || mig.Value() != 1 {
+	if _, whole := limits[contract.ResourceGPU]; whole || mig.Value() != 1 {
 		t.Errorf("limits %v, want nvidia.com/mig-1g.10gb: 1 and no nvidia.com/gpu", limits)
 	}
 	if got := waitForPod(ctx, t, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
@@ -106,14 +107,14 @@ func TestFractionPodIsGated(t *testing.T) {
 			t.Errorf("container %s envFrom %+v, want ConfigMap %s", c.Name, c.EnvFrom, cm)
 		}
 	}
-	want := map[string]string{syncer.AnnotationGPUFraction: "0.5", syncer.AnnotationShareConfigMap: cm}
+	want := map[string]string{contract.AnnotationGPUFraction: "0.5", contract.AnnotationShareConfigMap: cm}
 	for k, v := range want {
 		if pod.Annotations[k] != v {
 			t.Errorf("annotation %s=%q, want %q", k, pod.Annotations[k], v)
 		}
 	}
-	if pod.Labels[syncer.LabelGPUShare] != "true" {
-		t.Errorf("label %s=%q", syncer.LabelGPUShare, pod.Labels[syncer.LabelGPUShare])
+	if pod.Labels[contract.LabelGPUShare] != "true" {
+		t.Errorf("label %s=%q", contract.LabelGPUShare, pod.Labels[contract.LabelGPUShare])
 	}
 	got := waitForPod(ctx, t, pod.Namespace, pod.Name, schedulingGated)
 	if got.Spec.NodeName != "" {
@@ -132,7 +133,7 @@ func TestShareControllerContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, cm := pod.Namespace, pod.Annotations[syncer.AnnotationShareConfigMap]
+	ns, cm := pod.Namespace, pod.Annotations[contract.AnnotationShareConfigMap]
 	_, err = env.share.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: cm},
 		Data:       map[string]string{"NVIDIA_VISIBLE_DEVICES": "GPU-00000000-0000-0000-0000-000000000000", "GPU_PORTION": "0.25"},

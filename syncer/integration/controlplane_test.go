@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
@@ -26,8 +27,8 @@ func TestControlPlanePodStaysInSystemPool(t *testing.T) {
 	if pod.Spec.NodeName != "system-0" {
 		t.Errorf("control plane ran on %s, want system-0", pod.Spec.NodeName)
 	}
-	if pod.Annotations[syncer.AnnotationRole] != syncer.RoleControlPlane || pod.Spec.NodeSelector[syncer.LabelPool] != "system" {
-		t.Errorf("role %q nodeSelector %v", pod.Annotations[syncer.AnnotationRole], pod.Spec.NodeSelector)
+	if pod.Annotations[contract.AnnotationRole] != contract.RoleControlPlane || pod.Spec.NodeSelector[contract.LabelPool] != "system" {
+		t.Errorf("role %q nodeSelector %v", pod.Annotations[contract.AnnotationRole], pod.Spec.NodeSelector)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
@@ -138,7 +139,7 @@ func refusedBy(t *testing.T, err error, webhook string, words ...string) {
 func decisionReasons(t *testing.T, p *corev1.Pod) []string {
 	t.Helper()
 	var notes []syncer.Note
-	if s, ok := p.Annotations[syncer.AnnotationDecisions]; ok {
+	if s, ok := p.Annotations[contract.AnnotationDecisions]; ok {
 		if err := json.Unmarshal([]byte(s), &notes); err != nil {
 			t.Fatalf("decisions annotation %q: %v", s, err)
 		}
@@ -165,7 +166,7 @@ func hasGPUResources(p *corev1.Pod) bool {
 
 func hasGate(p *corev1.Pod) bool {
 	for _, g := range p.Spec.SchedulingGates {
-		if g.Name == syncer.GateGPUShare {
+		if g.Name == contract.GateGPUShare {
 			return true
 		}
 	}
@@ -182,7 +183,7 @@ func (evilHandler) Handle(_ context.Context, req admission.Request) admission.Re
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
 		return admission.Errored(400, err)
 	}
-	evil := corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule}
+	evil := corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule}
 	if slices.Contains(pod.Spec.Tolerations, evil) {
 		return admission.Allowed("")
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testobj"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
 	"github.com/gpuvc/gpuvc/syncer/servingcert"
@@ -224,7 +225,7 @@ func createNamespaces(ctx context.Context, cp *localcp.ControlPlane) error {
 		// Labelled as the manager labels a team with podSecurity: privileged:
 		// Pod Security Admission lets everything through, the webhook must not.
 		labels := testobj.PodSecurityLabels("privileged")
-		labels[syncer.LabelTeam], labels[syncer.LabelPool] = team, "a100"
+		labels[contract.LabelTeam], labels[contract.LabelPool] = team, "a100"
 		if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(ns, labels), metav1.CreateOptions{}); err != nil {
 			return err
 		}
@@ -276,7 +277,7 @@ func waitForWebhook(ctx context.Context, cp *localcp.ControlPlane) error {
 			last = err
 			return false, nil
 		}
-		return got.Labels[syncer.LabelTeam] == "fraud" && counter(mutated) > 0 && counter(validated) > 0, nil
+		return got.Labels[contract.LabelTeam] == "fraud" && counter(mutated) > 0 && counter(validated) > 0, nil
 	})
 	if err != nil {
 		return errors.Join(fmt.Errorf("the API server never called the webhook: %w", err), last)

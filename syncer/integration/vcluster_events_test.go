@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
@@ -45,7 +46,7 @@ func TestVClusterUpdateEventsOnlyOnChange(t *testing.T) {
 	// own: vCluster's update changes the pod, the webhook restores the label
 	// and says so.
 	edited := st.virtual.DeepCopy()
-	delete(edited.Labels, syncer.LabelTeam)
+	delete(edited.Labels, contract.LabelTeam)
 	edited.Labels["app"] = "v2"
 	st.virtualOld, st.virtual = st.virtual, edited
 	_, st = syncUntilQuiet(ctx, t, src, st, pod.Name, 5)

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/vcsync"
 )
 
@@ -27,7 +27,7 @@ func vclusterMetadataKept(t *testing.T, sent, stored *corev1.Pod) {
 		sent, stored map[string]string
 	}{{"label", sent.Labels, stored.Labels}, {"annotation", sent.Annotations, stored.Annotations}} {
 		for k, v := range m.sent {
-			if strings.HasPrefix(k, syncer.ReservedPrefix) {
+			if strings.HasPrefix(k, contract.ReservedPrefix) {
 				continue
 			}
 			if got, ok := m.stored[k]; !ok || got != v {
@@ -45,7 +45,7 @@ func TestVClusterPodsRunInPool(t *testing.T) {
 		node     string // node it must run on; "" = gated, not scheduled
 		limits   map[string]int64
 	}{
-		{team: "fraud", manifest: testobj.Pod("vc-trainer", "default").GPUs("1"), node: "a100-0", limits: map[string]int64{syncer.ResourceGPU: 1}},
+		{team: "fraud", manifest: testobj.Pod("vc-trainer", "default").GPUs("1"), node: "a100-0", limits: map[string]int64{contract.ResourceGPU: 1}},
 		{team: "fraud", manifest: testobj.Pod("vc-notebook", "default").MIG("1g.10gb", "1"), node: "a100-mig-0", limits: map[string]int64{"nvidia.com/mig-1g.10gb": 1}},
 		// An H100 NVL profile: mapped to the smallest allowed profile with the memory.
 		{team: "fraud", manifest: testobj.Pod("vc-nvl", "default").MIG("1g.12gb", "1"), node: "a100-mig-0", limits: map[string]int64{"nvidia.com/mig-2g.20gb": 1}},
@@ -67,7 +67,7 @@ func TestVClusterPodsRunInPool(t *testing.T) {
 				t.Errorf("host pod %s (vCluster sent %s), want vCluster's name %s", pod.Name, sent.Name, want)
 			}
 			vclusterMetadataKept(t, sent, pod)
-			if pod.Labels[syncer.LabelTeam] != c.team || pod.Spec.NodeSelector[syncer.LabelPool] != "a100" {
+			if pod.Labels[contract.LabelTeam] != c.team || pod.Spec.NodeSelector[contract.LabelPool] != "a100" {
 				t.Errorf("labels %v nodeSelector %v: want team %s in pool a100", pod.Labels, pod.Spec.NodeSelector, c.team)
 			}
 			got := map[string]int64{}
@@ -80,7 +80,7 @@ func TestVClusterPodsRunInPool(t *testing.T) {
 				t.Errorf("GPU limits %v, want %v", got, c.limits)
 			}
 			if c.node == "" {
-				cm := pod.Annotations[syncer.AnnotationShareConfigMap]
+				cm := pod.Annotations[contract.AnnotationShareConfigMap]
 				if !hasGate(pod) || cm == "" || len(pod.Spec.Containers[0].EnvFrom) == 0 || pod.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name != cm {
 					t.Errorf("share pod: gates %v, ConfigMap %q, envFrom %+v", pod.Spec.SchedulingGates, cm, pod.Spec.Containers[0].EnvFrom)
 				}
@@ -161,12 +161,12 @@ func TestVClusterWithGpuvcValues(t *testing.T) {
 			t.Fatal(err)
 		}
 		sent := src.last.Created()
-		if sent.Spec.NodeSelector[syncer.LabelPool] != "a100" {
+		if sent.Spec.NodeSelector[contract.LabelPool] != "a100" {
 			t.Errorf("vCluster sent nodeSelector %v, want its pool selector", sent.Spec.NodeSelector)
 		}
 		foreign := false
 		for _, tol := range sent.Spec.Tolerations {
-			foreign = foreign || tol.Key == syncer.LabelPool && tol.Value == "h100"
+			foreign = foreign || tol.Key == contract.LabelPool && tol.Value == "h100"
 		}
 		if !foreign {
 			t.Errorf("vCluster sent tolerations %v: expected the tenant's h100 toleration to pass through", sent.Spec.Tolerations)
@@ -192,7 +192,7 @@ func TestVClusterShareConfigMapNameCollides(t *testing.T) {
 		t.Fatalf("the webhook refused the pod's reference to its own share name: %v", err)
 	}
 	tenantConfigMap := vcsync.HostName(src.vc, "gpuvc-share-vc-victim", "default")
-	if got := pod.Annotations[syncer.AnnotationShareConfigMap]; got != tenantConfigMap {
+	if got := pod.Annotations[contract.AnnotationShareConfigMap]; got != tenantConfigMap {
 		t.Errorf("share ConfigMap %s, tenant's ConfigMap on the host %s: no collision", got, tenantConfigMap)
 	}
 	if ref := pod.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name; ref != tenantConfigMap {

@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/vcsync"
 )
@@ -139,7 +141,7 @@ func TestVClusterUpdateKeepsGpuvcChanges(t *testing.T) {
 	if !slices.ContainsFunc(first.sent.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.Key == "" && tol.Operator == corev1.TolerationOpExists }) {
 		t.Errorf("vCluster's update tolerations %v: expected the tenant's wildcard toleration back", first.sent.Spec.Tolerations)
 	}
-	if v := first.res.LastVirtual(); v == nil || v.Labels[syncer.LabelTeam] != "fraud" {
+	if v := first.res.LastVirtual(); v == nil || v.Labels[contract.LabelTeam] != "fraud" {
 		t.Errorf("the virtual pod vCluster wrote back lacks gpuvc's team label: %v", v)
 	}
 
@@ -151,19 +153,19 @@ func TestVClusterUpdateKeepsGpuvcChanges(t *testing.T) {
 		t.Errorf("gate gone after vCluster's updates: %v", stored.Spec.SchedulingGates)
 	}
 	onlyPoolToleration(t, stored)
-	if stored.Spec.NodeSelector[syncer.LabelPool] != "a100" {
+	if stored.Spec.NodeSelector[contract.LabelPool] != "a100" {
 		t.Errorf("nodeSelector %v", stored.Spec.NodeSelector)
 	}
-	cm := pod.Annotations[syncer.AnnotationShareConfigMap]
+	cm := pod.Annotations[contract.AnnotationShareConfigMap]
 	if len(stored.Spec.Containers[0].EnvFrom) != 1 || stored.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name != cm {
 		t.Errorf("envFrom %+v, want the share ConfigMap %s", stored.Spec.Containers[0].EnvFrom, cm)
 	}
-	for _, k := range []string{syncer.AnnotationRole, syncer.AnnotationGPUFraction, syncer.AnnotationShareConfigMap} {
+	for _, k := range []string{contract.AnnotationRole, contract.AnnotationGPUFraction, contract.AnnotationShareConfigMap} {
 		if stored.Annotations[k] != pod.Annotations[k] {
 			t.Errorf("annotation %s=%q, was %q", k, stored.Annotations[k], pod.Annotations[k])
 		}
 	}
-	if stored.Labels[syncer.LabelTeam] != "fraud" || stored.Labels[syncer.LabelGPUShare] != "true" {
+	if stored.Labels[contract.LabelTeam] != "fraud" || stored.Labels[contract.LabelGPUShare] != "true" {
 		t.Errorf("labels %v", stored.Labels)
 	}
 	waitForEvent(ctx, t, pod.Namespace, string(pod.UID), syncer.ReasonShareGateRestored)
@@ -176,18 +178,18 @@ func TestVClusterUpdateKeepsGpuvcChanges(t *testing.T) {
 	if edited.Labels == nil {
 		edited.Labels = map[string]string{}
 	}
-	delete(edited.Labels, syncer.LabelTeam)
+	delete(edited.Labels, contract.LabelTeam)
 	edited.Labels["app"] = "v2"
 	st.virtualOld, st.virtual = st.virtual, edited
 	rounds, _ = syncUntilQuiet(ctx, t, src, st, pod.Name, 5)
-	if sent := rounds[0].sent; sent == nil || sent.Labels["app"] != "v2" || sent.Labels[syncer.LabelTeam] != "" {
-		t.Errorf("vCluster's update after the virtual edit: %v; want app=v2 and no %s", sent, syncer.LabelTeam)
+	if sent := rounds[0].sent; sent == nil || sent.Labels["app"] != "v2" || sent.Labels[contract.LabelTeam] != "" {
+		t.Errorf("vCluster's update after the virtual edit: %v; want app=v2 and no %s", sent, contract.LabelTeam)
 	}
 	stored, err = env.cp.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.Labels["app"] != "v2" || stored.Labels[syncer.LabelTeam] != "fraud" || !hasGate(stored) {
+	if stored.Labels["app"] != "v2" || stored.Labels[contract.LabelTeam] != "fraud" || !hasGate(stored) {
 		t.Errorf("after the virtual edit: labels %v gates %v; want app=v2, gpuvc's team label, the gate", stored.Labels, stored.Spec.SchedulingGates)
 	}
 	waitForEvent(ctx, t, pod.Namespace, string(pod.UID), syncer.ReasonReservedMetadataRestored)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -30,9 +31,6 @@ func ParseGFDMode(s string) (GFDMode, error) {
 
 // Markers DetectGFD looks for.
 const (
-	// GFDTimestampLabel is stamped by GFD on every labelling pass (unless it
-	// runs with --no-timestamp).
-	GFDTimestampLabel = "nvidia.com/gfd.timestamp"
 	// NFDFeatureLabelsAnnotation lists the labels Node Feature Discovery's
 	// master applied to the node; GFD's labels reach nodes through NFD, so
 	// they are listed there with their nvidia.com/ prefix.
@@ -46,8 +44,8 @@ const (
 // feature-labels annotation. Labels alone prove nothing — an administrator,
 // gpuvc's own node pools or an earlier agent run may have written the same keys.
 func DetectGFD(node *corev1.Node) (bool, string) {
-	if _, ok := node.Labels[GFDTimestampLabel]; ok {
-		return true, "label " + GFDTimestampLabel
+	if _, ok := node.Labels[contract.LabelGFDTimestamp]; ok {
+		return true, "label " + contract.LabelGFDTimestamp
 	}
 	for _, l := range strings.Split(node.Annotations[NFDFeatureLabelsAnnotation], ",") {
 		if strings.HasPrefix(strings.TrimSpace(l), gfdLabelPrefix) {

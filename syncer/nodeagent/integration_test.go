@@ -29,6 +29,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/nodeagent"
 )
 
@@ -136,7 +137,7 @@ func resetNode(ctx context.Context, t *testing.T, cp *localcp.ControlPlane, name
 	require.NoError(t, err)
 	labels := map[string]any{}
 	for k := range cur.Labels {
-		if _, ok := pristine.Labels[k]; !ok && (strings.HasPrefix(k, "nvidia.com/") || k == nodepool.SimulatedLabel) {
+		if _, ok := pristine.Labels[k]; !ok && (strings.HasPrefix(k, "nvidia.com/") || k == contract.LabelSimulated) {
 			labels[k] = nil
 		}
 	}
@@ -145,7 +146,7 @@ func resetNode(ctx context.Context, t *testing.T, cp *localcp.ControlPlane, name
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"labels":      labels,
-		"annotations": map[string]any{nodeagent.InventoryAnnotation: nil, nodeagent.NFDFeatureLabelsAnnotation: nil},
+		"annotations": map[string]any{contract.AnnotationGPUInventory: nil, nodeagent.NFDFeatureLabelsAnnotation: nil},
 	}})
 	require.NoError(t, err)
 	_, err = cp.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "localcp"})
@@ -187,7 +188,7 @@ func TestPublishOnKwokNode(t *testing.T) {
 	node, err := cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	require.NoError(t, err)
 	var inv inventory.Inventory
-	require.NoError(t, json.Unmarshal([]byte(node.Annotations[nodeagent.InventoryAnnotation]), &inv))
+	require.NoError(t, json.Unmarshal([]byte(node.Annotations[contract.AnnotationGPUInventory]), &inv))
 	want, err := inventory.Simulate(spec)
 	require.NoError(t, err)
 	require.Empty(t, cmp.Diff(want, inv), "annotation")
@@ -219,16 +220,16 @@ func TestPublishOnKwokNode(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, agentApplyTime(node), agentApplyTime(again))
 	require.Equal(t, node.Labels, again.Labels)
-	require.Equal(t, node.Annotations[nodeagent.InventoryAnnotation], again.Annotations[nodeagent.InventoryAnnotation])
+	require.Equal(t, node.Annotations[contract.AnnotationGPUInventory], again.Annotations[contract.AnnotationGPUInventory])
 
 	// 3. GFD appears (through NFD, which writes with its own field manager) and
 	// disagrees with the agent on some labels.
 	gfd := map[string]any{"metadata": map[string]any{
 		"labels": map[string]string{
-			nodeagent.GFDTimestampLabel: "1767225600",
-			"nvidia.com/gpu.product":    "NVIDIA-A100-SXM4-80GB-by-GFD",
-			"nvidia.com/gpu.count":      "7",
-			"nvidia.com/gpu.family":     "ampere",
+			contract.LabelGFDTimestamp: "1767225600",
+			"nvidia.com/gpu.product":   "NVIDIA-A100-SXM4-80GB-by-GFD",
+			"nvidia.com/gpu.count":     "7",
+			"nvidia.com/gpu.family":    "ampere",
 		},
 		"annotations": map[string]string{
 			nodeagent.NFDFeatureLabelsAnnotation: "nvidia.com/gfd.timestamp,nvidia.com/gpu.count,nvidia.com/gpu.family,nvidia.com/gpu.product",
@@ -242,21 +243,21 @@ func TestPublishOnKwokNode(t *testing.T) {
 	res, err = agent.Once(ctx)
 	require.NoError(t, err)
 	require.True(t, res.GFD, "GFD not detected")
-	require.Contains(t, res.GFDEvidence, nodeagent.GFDTimestampLabel)
+	require.Contains(t, res.GFDEvidence, contract.LabelGFDTimestamp)
 	node, err = cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	require.NoError(t, err)
 	// GFD's labels are not clobbered ...
 	require.Equal(t, "NVIDIA-A100-SXM4-80GB-by-GFD", node.Labels["nvidia.com/gpu.product"])
 	require.Equal(t, "7", node.Labels["nvidia.com/gpu.count"])
 	require.Equal(t, "ampere", node.Labels["nvidia.com/gpu.family"])
-	require.Equal(t, "1767225600", node.Labels[nodeagent.GFDTimestampLabel])
+	require.Equal(t, "1767225600", node.Labels[contract.LabelGFDTimestamp])
 	// ... labels only the agent had set are withdrawn; one the node's creator
 	// also set stays; the annotation and the simulated marker stay.
 	require.NotContains(t, node.Labels, "nvidia.com/mig.strategy")
 	require.NotContains(t, node.Labels, "nvidia.com/mig.capable")
 	require.Equal(t, "81920", node.Labels["nvidia.com/gpu.memory"])
 	require.Equal(t, "true", node.Labels["gpuvc.dev/simulated"])
-	require.NotEmpty(t, node.Annotations[nodeagent.InventoryAnnotation])
+	require.NotEmpty(t, node.Annotations[contract.AnnotationGPUInventory])
 	require.ElementsMatch(t, []string{"gpuvc.dev/simulated"}, ownedLabels(t, node, nodeagent.FieldManager))
 
 	// 4. And again nothing changes.
@@ -313,7 +314,7 @@ func TestAgentCommandOnce(t *testing.T) {
 	}
 	require.Equal(t, "mixed", node.Labels["nvidia.com/mig.strategy"])
 	var inv inventory.Inventory
-	require.NoError(t, json.Unmarshal([]byte(node.Annotations[nodeagent.InventoryAnnotation]), &inv))
+	require.NoError(t, json.Unmarshal([]byte(node.Annotations[contract.AnnotationGPUInventory]), &inv))
 	require.True(t, inv.Simulated)
 	require.Len(t, inv.GPUs[0].MIG.Instances, 4)
 	require.True(t, strings.HasPrefix(inv.GPUs[0].UUID, "GPU-sim-"))

@@ -14,12 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
-	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 const (
-	// InventoryAnnotation holds the node's inventory.Inventory as JSON.
-	InventoryAnnotation = "gpuvc.dev/gpu-inventory"
 	// FieldManager is the agent's server-side-apply field manager: it owns the
 	// annotation and exactly the labels of its last apply.
 	FieldManager = "gpuvc-agent"
@@ -44,10 +42,10 @@ func Build(inv inventory.Inventory, s inventory.Strategy, gfd bool) (Publication
 	}
 	pub := Publication{
 		Labels:      map[string]string{},
-		Annotations: map[string]string{InventoryAnnotation: string(raw)},
+		Annotations: map[string]string{contract.AnnotationGPUInventory: string(raw)},
 	}
 	if inv.Simulated {
-		pub.Labels[nodepool.SimulatedLabel] = "true"
+		pub.Labels[contract.LabelSimulated] = "true"
 	}
 	if gfd {
 		return pub, nil

@@ -22,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func simulate(t *testing.T, spec string) inventory.Inventory {
@@ -95,7 +96,7 @@ func TestBuild(t *testing.T) {
 				t.Errorf("labels -want +got:\n%s", diff)
 			}
 			var back inventory.Inventory
-			if err := json.Unmarshal([]byte(pub.Annotations[InventoryAnnotation]), &back); err != nil {
+			if err := json.Unmarshal([]byte(pub.Annotations[contract.AnnotationGPUInventory]), &back); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.inv, back); diff != "" {
@@ -115,7 +116,7 @@ func TestBuildMixedProducts(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "GPU labels not published") || !strings.Contains(err.Error(), "mixes GPU products") {
 		t.Fatalf("error = %v, want labels refused for mixed products", err)
 	}
-	if pub.Annotations[InventoryAnnotation] == "" {
+	if pub.Annotations[contract.AnnotationGPUInventory] == "" {
 		t.Error("the annotation must still be published")
 	}
 	if len(pub.Labels) != 0 {
@@ -130,7 +131,7 @@ func TestDetectGFD(t *testing.T) {
 	}{
 		"nothing":               {nil, nil, false},
 		"GFD-style labels only": {map[string]string{"nvidia.com/gpu.product": "X", "nvidia.com/gpu.count": "8"}, nil, false},
-		"timestamp":             {map[string]string{GFDTimestampLabel: "1700000000"}, nil, true},
+		"timestamp":             {map[string]string{contract.LabelGFDTimestamp: "1700000000"}, nil, true},
 		"NFD lists nvidia.com":  {nil, map[string]string{NFDFeatureLabelsAnnotation: "cpu-cpuid.AVX,nvidia.com/gpu.product,nvidia.com/gpu.count"}, true},
 		"NFD without nvidia":    {nil, map[string]string{NFDFeatureLabelsAnnotation: "cpu-cpuid.AVX,kernel-version.major"}, false},
 	}
@@ -195,7 +196,7 @@ func TestAgentOnceNVML(t *testing.T) {
 		t.Errorf("labels -want +got:\n%s", diff)
 	}
 	var inv inventory.Inventory
-	if err := json.Unmarshal([]byte(got.Annotations[InventoryAnnotation]), &inv); err != nil {
+	if err := json.Unmarshal([]byte(got.Annotations[contract.AnnotationGPUInventory]), &inv); err != nil {
 		t.Fatal(err)
 	}
 	wantInv := inventory.Inventory{DriverVersion: "580.65.06", GPUs: []inventory.GPU{
@@ -287,7 +288,7 @@ func TestAgentRun(t *testing.T) {
 		t.Errorf("inventory read %d times, want 3 (fail, publish, publish+cancel)", len(calls))
 	}
 	got, _ := client.CoreV1().Nodes().Get(context.Background(), "gpu-0", metav1.GetOptions{})
-	if got.Annotations[InventoryAnnotation] == "" {
+	if got.Annotations[contract.AnnotationGPUInventory] == "" {
 		t.Error("the run after the transient failure did not publish")
 	}
 

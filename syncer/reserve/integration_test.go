@@ -38,7 +38,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/testobj"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/kind/deviceplugin/fakekubelet"
-	"github.com/gpuvc/gpuvc/syncer/nodeagent"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/reserve"
 )
 
@@ -119,13 +119,13 @@ func waitAnnotation(ctx context.Context, t *testing.T, c kubernetes.Interface, n
 		select {
 		case ev, ok := <-w.ResultChan():
 			require.True(t, ok, "watch closed")
-			if p, isPod := ev.Object.(*corev1.Pod); isPod && p.Annotations[reserve.UUIDAnnotation] == want {
+			if p, isPod := ev.Object.(*corev1.Pod); isPod && p.Annotations[contract.AnnotationGPUUUID] == want {
 				return
 			}
 		case err := <-exited:
 			t.Fatalf("gpuvc reserve exited before annotating its pod: %v", err)
 		case <-deadline:
-			t.Fatalf("pod %s/%s never got %s=%s", ns, name, reserve.UUIDAnnotation, want)
+			t.Fatalf("pod %s/%s never got %s=%s", ns, name, contract.AnnotationGPUUUID, want)
 		}
 	}
 }
@@ -227,7 +227,7 @@ func TestReserveSimulatedAnnotatesOwnPod(t *testing.T) {
 
 	t.Setenv(reserve.PodNameEnv, name)
 	t.Setenv(reserve.PodNamespaceEnv, ns)
-	t.Setenv(reserve.VisibleDevicesEnv, uuid)
+	t.Setenv(contract.EnvVisibleDevices, uuid)
 	var out lockedBuffer
 	cmd := reservecmd.NewCommand(cli.Streams{Out: &out, ErrOut: &out}, &cli.Globals{Kubeconfig: kubeconfig})
 	cmd.SetArgs([]string{"--simulate"})
@@ -277,7 +277,7 @@ func TestReserveRestartAndConflict(t *testing.T) {
 		waitExit(t, done, "reserve.Run")
 		got, err := cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
-		require.Equal(t, "GPU-0a1b", got.Annotations[reserve.UUIDAnnotation])
+		require.Equal(t, "GPU-0a1b", got.Annotations[contract.AnnotationGPUUUID])
 	}
 	err := reserve.Run(ctx, reserve.Options{Client: saClient, Namespace: ns, Name: name, UUID: uuidOf("GPU-2c3d")})
 	require.ErrorContains(t, err, "already records gpuvc.dev/gpu-uuid=GPU-0a1b but this container holds GPU GPU-2c3d")
@@ -308,7 +308,7 @@ func TestReserveRestartAndConflict(t *testing.T) {
 	waitExit(t, done, "reserve.Run")
 	got, err := cp.Client.CoreV1().Pods(ns).Get(ctx, shared, metav1.GetOptions{})
 	require.NoError(t, err)
-	require.Equal(t, "GPU-sim-a100-0-0", got.Annotations[reserve.UUIDAnnotation])
+	require.Equal(t, "GPU-sim-a100-0-0", got.Annotations[contract.AnnotationGPUUUID])
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
@@ -360,7 +360,7 @@ func TestReserveConcurrentWriter(t *testing.T) {
 			}
 			got, err := cp.Client.CoreV1().Pods(ns).Get(ctx, tc.pod, metav1.GetOptions{})
 			require.NoError(t, err)
-			require.Equal(t, tc.theirs, got.Annotations[reserve.UUIDAnnotation])
+			require.Equal(t, tc.theirs, got.Annotations[contract.AnnotationGPUUUID])
 			for _, mf := range got.ManagedFields {
 				require.NotEqual(t, reserve.FieldManager, mf.Manager, "the stale patch was applied")
 			}
@@ -421,7 +421,7 @@ func TestSimulatedNodeEndToEnd(t *testing.T) {
 			return false
 		}
 		var inv inventory.Inventory
-		if json.Unmarshal([]byte(node.Annotations[nodeagent.InventoryAnnotation]), &inv) != nil {
+		if json.Unmarshal([]byte(node.Annotations[contract.AnnotationGPUInventory]), &inv) != nil {
 			return false
 		}
 		published = published[:0]

@@ -21,15 +21,12 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 const (
-	// UUIDAnnotation is the reservation pod's annotation holding its GPU's UUID.
-	UUIDAnnotation = "gpuvc.dev/gpu-uuid"
 	// FieldManager names the reservation pod's writes.
 	FieldManager = "gpuvc-reserve"
-	// VisibleDevicesEnv is what a device plugin sets to the allocated GPUs.
-	VisibleDevicesEnv = "NVIDIA_VISIBLE_DEVICES"
 	// PodNameEnv and PodNamespaceEnv carry the pod's identity (downward API:
 	// metadata.name and metadata.namespace).
 	PodNameEnv      = "POD_NAME"
@@ -94,21 +91,21 @@ func checkCount(n int, who string) error {
 // It is how simulated nodes, which have no NVML, identify the GPU.
 func VisibleDevicesUUID(value string, set bool) (string, error) {
 	if !set {
-		return "", fmt.Errorf("%s is not set: on a simulated node the gpuvc device plugin sets it when the pod requests nvidia.com/gpu: 1", VisibleDevicesEnv)
+		return "", fmt.Errorf("%s is not set: on a simulated node the gpuvc device plugin sets it when the pod requests nvidia.com/gpu: 1", contract.EnvVisibleDevices)
 	}
 	value = strings.TrimSpace(value)
 	switch value {
 	case "", "void", "none":
-		return "", fmt.Errorf("%s=%q names no GPU: the pod got none from the device plugin", VisibleDevicesEnv, value)
+		return "", fmt.Errorf("%s=%q names no GPU: the pod got none from the device plugin", contract.EnvVisibleDevices, value)
 	case "all":
-		return "", fmt.Errorf("%s=all: a reservation pod must see exactly one GPU, not all of the node's", VisibleDevicesEnv)
+		return "", fmt.Errorf("%s=all: a reservation pod must see exactly one GPU, not all of the node's", contract.EnvVisibleDevices)
 	}
 	ids := strings.Split(value, ",")
-	if err := checkCount(len(ids), VisibleDevicesEnv+"="+value+" names"); err != nil {
+	if err := checkCount(len(ids), contract.EnvVisibleDevices+"="+value+" names"); err != nil {
 		return "", err
 	}
 	if !strings.HasPrefix(value, "GPU-") && !strings.HasPrefix(value, "MIG-") {
-		return "", fmt.Errorf("%s=%q is not a GPU UUID (GPU-… or MIG-…): the device plugin must pass UUIDs, not indexes", VisibleDevicesEnv, value)
+		return "", fmt.Errorf("%s=%q is not a GPU UUID (GPU-… or MIG-…): the device plugin must pass UUIDs, not indexes", contract.EnvVisibleDevices, value)
 	}
 	return value, nil
 }
@@ -130,7 +127,7 @@ func DetectUUID(lib nvml.Interface, lookupEnv func(string) (string, bool)) (stri
 	if err == nil || !errors.Is(err, inventory.ErrNoDriver) {
 		return uuid, err
 	}
-	if v, ok := lookupEnv(VisibleDevicesEnv); ok && IsSimulated(strings.TrimSpace(v)) {
+	if v, ok := lookupEnv(contract.EnvVisibleDevices); ok && IsSimulated(strings.TrimSpace(v)) {
 		return VisibleDevicesUUID(v, ok)
 	}
 	return "", err
@@ -179,7 +176,7 @@ func Annotate(ctx context.Context, c kubernetes.Interface, namespace, name, uuid
 		return errors.As(err, &pe) && (apierrors.IsConflict(pe.err) || retriable(pe.err))
 	}, func() error { return annotateOnce(ctx, c, namespace, name, uuid) })
 	if pe := (*patchError)(nil); errors.As(err, &pe) {
-		return fmt.Errorf("annotating pod %s/%s with %s=%s: %w", namespace, name, UUIDAnnotation, uuid, pe.err)
+		return fmt.Errorf("annotating pod %s/%s with %s=%s: %w", namespace, name, contract.AnnotationGPUUUID, uuid, pe.err)
 	}
 	return err
 }
@@ -200,7 +197,7 @@ func annotateOnce(ctx context.Context, c kubernetes.Interface, namespace, name, 
 	if err != nil {
 		return fmt.Errorf("reading pod %s/%s: %w", namespace, name, err)
 	}
-	switch old := pod.Annotations[UUIDAnnotation]; {
+	switch old := pod.Annotations[contract.AnnotationGPUUUID]; {
 	case old == uuid:
 		return nil
 	case old != "" && IsSimulated(old) && IsSimulated(uuid):
@@ -212,14 +209,14 @@ func annotateOnce(ctx context.Context, c kubernetes.Interface, namespace, name, 
 	case old != "":
 		// A container restart keeps the pod's GPU, so a different UUID was
 		// written by someone else; share pods may already use it.
-		return fmt.Errorf("pod %s/%s already records %s=%s but this container holds GPU %s: refusing to change it", namespace, name, UUIDAnnotation, old, uuid)
+		return fmt.Errorf("pod %s/%s already records %s=%s but this container holds GPU %s: refusing to change it", namespace, name, contract.AnnotationGPUUUID, old, uuid)
 	}
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{
 			// Preconditions: this pod (not a newer one of the same name), this version.
 			"uid":             pod.UID,
 			"resourceVersion": pod.ResourceVersion,
-			"annotations":     map[string]string{UUIDAnnotation: uuid},
+			"annotations":     map[string]string{contract.AnnotationGPUUUID: uuid},
 		},
 	})
 	if err != nil {

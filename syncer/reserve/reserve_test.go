@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // withShutdownCount makes the mock count Shutdown calls.
@@ -156,7 +157,7 @@ func TestDetectUUID(t *testing.T) {
 	}
 	env := func(v string, set bool) func(string) (string, bool) {
 		return func(k string) (string, bool) {
-			if k != VisibleDevicesEnv {
+			if k != contract.EnvVisibleDevices {
 				t.Errorf("looked up %s", k)
 			}
 			return v, set
@@ -214,7 +215,7 @@ func TestAnnotateRecordedUUID(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pod := reservationPod("ns", "p")
-			pod.Annotations = map[string]string{UUIDAnnotation: tc.recorded}
+			pod.Annotations = map[string]string{contract.AnnotationGPUUUID: tc.recorded}
 			client := fake.NewClientset(pod)
 			err := Annotate(context.Background(), client, "ns", "p", tc.allocated)
 			if tc.wantErr != "" {
@@ -227,8 +228,8 @@ func TestAnnotateRecordedUUID(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, _ := client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
-			if got.Annotations[UUIDAnnotation] != tc.want {
-				t.Errorf("annotation = %q, want %q", got.Annotations[UUIDAnnotation], tc.want)
+			if got.Annotations[contract.AnnotationGPUUUID] != tc.want {
+				t.Errorf("annotation = %q, want %q", got.Annotations[contract.AnnotationGPUUUID], tc.want)
 			}
 		})
 	}
@@ -262,7 +263,7 @@ func TestAnnotateConcurrentWriter(t *testing.T) {
 					return true, nil, err
 				}
 				p := pod.(*corev1.Pod).DeepCopy()
-				p.Annotations = map[string]string{UUIDAnnotation: tc.theirs}
+				p.Annotations = map[string]string{contract.AnnotationGPUUUID: tc.theirs}
 				if err := client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "ns"); err != nil {
 					return true, nil, err
 				}
@@ -276,8 +277,8 @@ func TestAnnotateConcurrentWriter(t *testing.T) {
 				t.Fatalf("error = %v, want %q", err, tc.wantErr)
 			}
 			got, _ := client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
-			if got.Annotations[UUIDAnnotation] != tc.want {
-				t.Errorf("annotation = %q, want %q", got.Annotations[UUIDAnnotation], tc.want)
+			if got.Annotations[contract.AnnotationGPUUUID] != tc.want {
+				t.Errorf("annotation = %q, want %q", got.Annotations[contract.AnnotationGPUUUID], tc.want)
 			}
 			if patches != 1 {
 				t.Errorf("%d patches, want only the refused one", patches)
@@ -349,7 +350,7 @@ func TestRunAnnotatesAndHolds(t *testing.T) {
 		select {
 		case ev := <-w.ResultChan():
 			p, ok := ev.Object.(*corev1.Pod)
-			annotated = ok && p.Annotations[UUIDAnnotation] == "GPU-0"
+			annotated = ok && p.Annotations[contract.AnnotationGPUUUID] == "GPU-0"
 		case err := <-done:
 			t.Fatalf("Run returned %v before being cancelled", err)
 		case <-deadline:
@@ -388,7 +389,7 @@ func TestRunFailures(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			taken := reservationPod("ns", "taken")
-			taken.Annotations = map[string]string{UUIDAnnotation: "GPU-sim-n-0"}
+			taken.Annotations = map[string]string{contract.AnnotationGPUUUID: "GPU-sim-n-0"}
 			tc.opts.Client = fake.NewClientset(reservationPod("ns", "p"), taken)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()

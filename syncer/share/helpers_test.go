@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/bench"
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
@@ -142,7 +142,7 @@ func sharePods(ctx context.Context, t testing.TB, ns string) []corev1.Pod {
 
 func configMap(ctx context.Context, t testing.TB, p *corev1.Pod) *corev1.ConfigMap {
 	t.Helper()
-	cm, err := env.cp.Client.CoreV1().ConfigMaps(p.Namespace).Get(ctx, p.Annotations[syncer.AnnotationShareConfigMap], metav1.GetOptions{})
+	cm, err := env.cp.Client.CoreV1().ConfigMaps(p.Namespace).Get(ctx, p.Annotations[contract.AnnotationShareConfigMap], metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("share ConfigMap of %s: %v", p.Name, err)
 	}

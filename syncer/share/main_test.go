@@ -30,6 +30,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testobj"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/servingcert"
 	"github.com/gpuvc/gpuvc/syncer/share"
@@ -146,12 +147,12 @@ func (p teamPolicies) TeamPolicy(ctx context.Context, namespace string) (*syncer
 		}
 		return nil, err
 	}
-	team := ns.Labels[syncer.LabelTeam]
+	team := ns.Labels[contract.LabelTeam]
 	if team == "" {
 		return nil, syncer.ErrNotTeamNamespace
 	}
 	return &syncer.TeamPolicy{
-		Team: team, Namespace: namespace, Pool: ns.Labels[syncer.LabelPool],
+		Team: team, Namespace: namespace, Pool: ns.Labels[contract.LabelPool],
 		PoolGPUProduct: nodepool.ProductA100_80GB, PoolGPUMemoryMiB: 81920,
 		MaxGPUsPerPod: 8, FractionsEnabled: true,
 	}, nil

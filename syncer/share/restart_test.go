@@ -10,7 +10,7 @@ import (
 	"time"
 
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
@@ -98,7 +98,7 @@ func TestRestartDuringChurn(t *testing.T) {
 	waitUntil(ctx, t, time.Minute, "every reservation has a pod (empty ones collected)", func(ctx context.Context) (bool, error) {
 		used := map[string]bool{}
 		for _, p := range sharePods(ctx, t, ns) {
-			used[p.Labels[syncer.LabelShareGroup]] = true
+			used[p.Labels[contract.LabelShareGroup]] = true
 		}
 		for _, r := range reservations(ctx, t, ns) {
 			if !used[r.Name] {
@@ -109,7 +109,7 @@ func TestRestartDuringChurn(t *testing.T) {
 	})
 	held, units := len(reservations(ctx, t, ns)), 0
 	for _, p := range sharePods(ctx, t, ns) {
-		u, _ := strconv.Atoi(p.Annotations[syncer.AnnotationShareUnits])
+		u, _ := strconv.Atoi(p.Annotations[contract.AnnotationShareUnits])
 		units += u
 	}
 	t.Logf("after %d pods created: %d live (Σ %.2f GPU), %d reservations held, lower bound %d",

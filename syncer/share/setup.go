@@ -3,6 +3,7 @@ package share
 import (
 	"context"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -14,8 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/gpuvc/gpuvc/syncer"
 )
 
 // ControllerName names the controller (logs, metrics of controller-runtime).
@@ -30,7 +29,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Namespace{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetLabels()[syncer.LabelTeam] != ""
+			return o.GetLabels()[contract.LabelTeam] != ""
 		}))).
 		WatchesMetadata(&corev1.Pod{}, c.podHandler()).
 		WatchesMetadata(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(namespaceOf)).
@@ -48,13 +47,13 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // matters; of other team pods only their deletion (it may free quota).
 func (c *Controller) podHandler() handler.EventHandler {
 	enqueue := func(o client.Object, q queue) {
-		if o.GetLabels()[syncer.LabelTeam] != "" {
+		if o.GetLabels()[contract.LabelTeam] != "" {
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}})
 		}
 	}
 	ours := func(o client.Object) bool {
 		l := o.GetLabels()
-		return l[syncer.LabelGPUShare] == "true" || l[syncer.LabelRole] == syncer.RoleReservation
+		return l[contract.LabelGPUShare] == "true" || l[contract.LabelRole] == contract.RoleReservation
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {

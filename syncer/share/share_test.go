@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
@@ -49,20 +49,20 @@ func TestFractionsShareOneReservation(t *testing.T) {
 		t.Fatalf("%d reservations for 3 x 0.3, want 1: %v", len(res), names(res))
 	}
 	r := res[0]
-	uuid := r.Annotations[syncer.AnnotationGPUUUID]
+	uuid := r.Annotations[contract.AnnotationGPUUUID]
 	if !strings.HasPrefix(uuid, "GPU-sim-a100-0-") || r.Spec.NodeName != "a100-0" {
 		t.Errorf("reservation %s on %q holds %q, want a simulated GPU of a100-0", r.Name, r.Spec.NodeName, uuid)
 	}
-	if q := r.Spec.Containers[0].Resources.Limits[syncer.ResourceGPU]; q.Value() != 1 || r.Labels[syncer.LabelShareGroup] != r.Name {
+	if q := r.Spec.Containers[0].Resources.Limits[contract.ResourceGPU]; q.Value() != 1 || r.Labels[contract.LabelShareGroup] != r.Name {
 		t.Errorf("reservation %s: limits %v, labels %v", r.Name, r.Spec.Containers[0].Resources.Limits, r.Labels)
 	}
 	for _, p := range pods {
-		if p.Spec.NodeName != r.Spec.NodeName || p.Labels[syncer.LabelShareGroup] != r.Name || p.Annotations[syncer.AnnotationShareUnits] != "3000" {
+		if p.Spec.NodeName != r.Spec.NodeName || p.Labels[contract.LabelShareGroup] != r.Name || p.Annotations[contract.AnnotationShareUnits] != "3000" {
 			t.Errorf("pod %s on %s, group %q, units %q; want %s, %s, 3000", p.Name, p.Spec.NodeName,
-				p.Labels[syncer.LabelShareGroup], p.Annotations[syncer.AnnotationShareUnits], r.Spec.NodeName, r.Name)
+				p.Labels[contract.LabelShareGroup], p.Annotations[contract.AnnotationShareUnits], r.Spec.NodeName, r.Name)
 		}
 		cm := configMap(ctx, t, p)
-		want := map[string]string{syncer.EnvVisibleDevices: uuid, syncer.EnvGPUPortion: "0.3", syncer.EnvGPUMemoryMiB: "24576", syncer.EnvReservation: r.Name}
+		want := map[string]string{contract.EnvVisibleDevices: uuid, contract.EnvGPUPortion: "0.3", contract.EnvGPUMemoryMiB: "24576", contract.EnvReservation: r.Name}
 		for k, v := range want {
 			if cm.Data[k] != v {
 				t.Errorf("pod %s: ConfigMap %s[%s]=%q, want %q", p.Name, cm.Name, k, cm.Data[k], v)
@@ -76,7 +76,7 @@ func TestFractionsShareOneReservation(t *testing.T) {
 
 	createShare(ctx, t, ns, "d", "0.3")
 	d := waitForPod(ctx, t, ns, "d", served)
-	if g := d.Labels[syncer.LabelShareGroup]; g == "" || g == r.Name {
+	if g := d.Labels[contract.LabelShareGroup]; g == "" || g == r.Name {
 		t.Errorf("fourth pod in group %q, want a second reservation", g)
 	}
 	if n := len(reservations(ctx, t, ns)); n != 2 {
@@ -95,7 +95,7 @@ func TestFractionsShareOneReservation(t *testing.T) {
 		deletePod(ctx, t, ns, n)
 	}
 	waitUntil(ctx, t, time.Minute, "reservations and ConfigMaps are gone", func(ctx context.Context) (bool, error) {
-		cms, err := env.cp.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: syncer.LabelSharePod})
+		cms, err := env.cp.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelSharePod})
 		if err != nil {
 			return false, err
 		}
@@ -112,21 +112,21 @@ func TestMemoryShare(t *testing.T) {
 
 	createPod(ctx, t, testobj.Pod("m1", ns).GPUMemory("40960").Obj())
 	m1 := waitForPod(ctx, t, ns, "m1", served)
-	if got := m1.Annotations[syncer.AnnotationShareUnits]; got != "5000" {
+	if got := m1.Annotations[contract.AnnotationShareUnits]; got != "5000" {
 		t.Errorf("units %q, want 5000 (0.5 of 81920 MiB)", got)
 	}
 	cm := configMap(ctx, t, m1)
-	if cm.Data[syncer.EnvGPUPortion] != "0.5" || cm.Data[syncer.EnvGPUMemoryMiB] != "40960" {
-		t.Errorf("ConfigMap %v, want %s=0.5 and %s=40960", cm.Data, syncer.EnvGPUPortion, syncer.EnvGPUMemoryMiB)
+	if cm.Data[contract.EnvGPUPortion] != "0.5" || cm.Data[contract.EnvGPUMemoryMiB] != "40960" {
+		t.Errorf("ConfigMap %v, want %s=0.5 and %s=40960", cm.Data, contract.EnvGPUPortion, contract.EnvGPUMemoryMiB)
 	}
 	createPod(ctx, t, testobj.Pod("m2", ns).GPUMemory("40960").Obj())
 	m2 := waitForPod(ctx, t, ns, "m2", served)
-	if m2.Labels[syncer.LabelShareGroup] != m1.Labels[syncer.LabelShareGroup] {
-		t.Errorf("two halves on %q and %q, want one GPU", m1.Labels[syncer.LabelShareGroup], m2.Labels[syncer.LabelShareGroup])
+	if m2.Labels[contract.LabelShareGroup] != m1.Labels[contract.LabelShareGroup] {
+		t.Errorf("two halves on %q and %q, want one GPU", m1.Labels[contract.LabelShareGroup], m2.Labels[contract.LabelShareGroup])
 	}
 	createShare(ctx, t, ns, "f", "0.1")
 	f := waitForPod(ctx, t, ns, "f", served)
-	if f.Labels[syncer.LabelShareGroup] == m1.Labels[syncer.LabelShareGroup] {
+	if f.Labels[contract.LabelShareGroup] == m1.Labels[contract.LabelShareGroup] {
 		t.Errorf("a full GPU took another share")
 	}
 	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
@@ -169,8 +169,8 @@ func TestQuotaKeepsPodGatedUntilRoomFrees(t *testing.T) {
 	waitForEvent(ctx, t, third, share.ReasonQuotaExceeded)
 	deletePod(ctx, t, ns, "first")
 	got := waitForPod(ctx, t, ns, "third", served)
-	if got.Labels[syncer.LabelShareGroup] != first.Labels[syncer.LabelShareGroup] {
-		t.Errorf("third pod on %q, want the first's reservation %q", got.Labels[syncer.LabelShareGroup], first.Labels[syncer.LabelShareGroup])
+	if got.Labels[contract.LabelShareGroup] != first.Labels[contract.LabelShareGroup] {
+		t.Errorf("third pod on %q, want the first's reservation %q", got.Labels[contract.LabelShareGroup], first.Labels[contract.LabelShareGroup])
 	}
 	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
 }
@@ -185,7 +185,7 @@ func TestMaxPodsPerGPU(t *testing.T) {
 	}
 	groups := map[string]int{}
 	for _, n := range []string{"a", "b", "c"} {
-		groups[waitForPod(ctx, t, ns, n, served).Labels[syncer.LabelShareGroup]]++
+		groups[waitForPod(ctx, t, ns, n, served).Labels[contract.LabelShareGroup]]++
 	}
 	if len(groups) != 2 {
 		t.Errorf("pods per reservation %v, want 2 reservations (at most 2 pods each)", groups)
@@ -228,7 +228,7 @@ func TestPatchesOnlyTheSamePod(t *testing.T) {
 		orig := p.DeepCopy()
 		orig.UID = tc.uid
 		mod := orig.DeepCopy()
-		mod.Annotations[syncer.AnnotationGPUUUID] = "GPU-x"
+		mod.Annotations[contract.AnnotationGPUUUID] = "GPU-x"
 		patch, err := share.UIDPatch(orig, mod)
 		if err != nil {
 			t.Fatal(err)

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/gpuvc/gpuvc/syncer"
 )
 
 // DefaultMaxPodsPerGPU is the Team API's default of
@@ -68,13 +67,13 @@ func (s NamespaceTeams) ShareTeam(ctx context.Context, namespace string) (Team, 
 		}
 		return Team{}, fmt.Errorf("reading namespace %s: %w", namespace, err)
 	}
-	name := ns.Labels[syncer.LabelTeam]
+	name := ns.Labels[contract.LabelTeam]
 	if name == "" {
 		return Team{}, ErrNotTeamNamespace
 	}
-	pool := ns.Labels[syncer.LabelPool]
+	pool := ns.Labels[contract.LabelPool]
 	if pool == "" {
-		return Team{}, fmt.Errorf("namespace %s of team %q has no %s label: label it with the team's node pool", namespace, name, syncer.LabelPool)
+		return Team{}, fmt.Errorf("namespace %s of team %q has no %s label: label it with the team's node pool", namespace, name, contract.LabelPool)
 	}
 	max, ok := s.MaxPodsPerGPU[name]
 	if !ok {

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/vcsync"
 )
 
@@ -28,9 +28,9 @@ var fraud = vcsync.VCluster{Name: "fraud", HostNamespace: "team-fraud"}
 var pooled = vcsync.VCluster{Name: "fraud", HostNamespace: "team-fraud", Values: map[string]any{
 	"sync": map[string]any{
 		"toHost":   map[string]any{"pods": map[string]any{"enforceTolerations": []string{"gpuvc.dev/pool=a100:NoSchedule"}}},
-		"fromHost": map[string]any{"nodes": map[string]any{"enabled": true, "selector": map[string]any{"labels": map[string]string{syncer.LabelPool: "a100"}}}},
+		"fromHost": map[string]any{"nodes": map[string]any{"enabled": true, "selector": map[string]any{"labels": map[string]string{contract.LabelPool: "a100"}}}},
 	},
-}, Nodes: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a100-0", Labels: map[string]string{syncer.LabelPool: "a100"}}}}}
+}, Nodes: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a100-0", Labels: map[string]string{contract.LabelPool: "a100"}}}}}
 
 func gpuPod(name string, limits corev1.ResourceList) *corev1.Pod {
 	return &corev1.Pod{
@@ -51,7 +51,7 @@ func gpus(name string, n int64) corev1.ResourceList {
 
 // The host pod's identity comes from vCluster: name, labels and annotations.
 func TestTranslateIdentity(t *testing.T) {
-	virtual := gpuPod("trainer", gpus(syncer.ResourceGPU, 1))
+	virtual := gpuPod("trainer", gpus(contract.ResourceGPU, 1))
 	virtual.UID = types.UID("0b1c5b7e-1111-2222-3333-444455556666")
 	host := vcsync.Translate(t, fraud, virtual)
 
@@ -97,13 +97,13 @@ func TestTranslateLongNameIsHashed(t *testing.T) {
 // With the chart's defaults vCluster passes placement fields through as the
 // tenant wrote them: the host side has to fence them.
 func TestTranslatePassesPlacementThrough(t *testing.T) {
-	virtual := gpuPod("escape", gpus(syncer.ResourceGPU, 1))
-	virtual.Spec.NodeSelector = map[string]string{syncer.LabelPool: "h100"}
+	virtual := gpuPod("escape", gpus(contract.ResourceGPU, 1))
+	virtual.Spec.NodeSelector = map[string]string{contract.LabelPool: "h100"}
 	virtual.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 	virtual.Spec.SchedulerName = "my-scheduler"
 	virtual.Annotations = map[string]string{"gpu-fraction": "0.5"}
 	host := vcsync.Translate(t, fraud, virtual)
-	if host.Spec.NodeSelector[syncer.LabelPool] != "h100" || len(host.Spec.Tolerations) != 1 ||
+	if host.Spec.NodeSelector[contract.LabelPool] != "h100" || len(host.Spec.Tolerations) != 1 ||
 		host.Spec.SchedulerName != "my-scheduler" || host.Annotations["gpu-fraction"] != "0.5" {
 		t.Errorf("nodeSelector %v tolerations %v scheduler %q annotations %v", host.Spec.NodeSelector, host.Spec.Tolerations, host.Spec.SchedulerName, host.Annotations)
 	}
@@ -112,16 +112,16 @@ func TestTranslatePassesPlacementThrough(t *testing.T) {
 // With gpuvc's values vCluster itself pins pods to the pool, but keeps the
 // tenant's tolerations; a pod naming a node outside the pool is not synced.
 func TestTranslateWithPoolValues(t *testing.T) {
-	virtual := gpuPod("escape", gpus(syncer.ResourceGPU, 1))
-	virtual.Spec.NodeSelector = map[string]string{syncer.LabelPool: "h100"}
-	h100 := corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule}
+	virtual := gpuPod("escape", gpus(contract.ResourceGPU, 1))
+	virtual.Spec.NodeSelector = map[string]string{contract.LabelPool: "h100"}
+	h100 := corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule}
 	virtual.Spec.Tolerations = []corev1.Toleration{h100}
 	host := vcsync.Translate(t, pooled, virtual)
-	a100 := corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpEqual, Value: "a100", Effect: corev1.TaintEffectNoSchedule}
+	a100 := corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpEqual, Value: "a100", Effect: corev1.TaintEffectNoSchedule}
 	if diff := cmp.Diff([]corev1.Toleration{h100, a100}, host.Spec.Tolerations); diff != "" {
 		t.Errorf("tolerations (-want +got):\n%s", diff)
 	}
-	if host.Spec.NodeSelector[syncer.LabelPool] != "a100" {
+	if host.Spec.NodeSelector[contract.LabelPool] != "a100" {
 		t.Errorf("nodeSelector %v, want the pool's", host.Spec.NodeSelector)
 	}
 
@@ -136,16 +136,16 @@ func TestTranslateWithPoolValues(t *testing.T) {
 // vCluster's update path sets the host's scheduling gates to the virtual pod's,
 // keeps host-only tolerations and leaves nodeSelector, affinity and envFrom alone.
 func TestSyncUpdatePath(t *testing.T) {
-	virtual := gpuPod("notebook", gpus(syncer.ResourceGPU, 1))
+	virtual := gpuPod("notebook", gpus(contract.ResourceGPU, 1))
 	created := vcsync.Translate(t, fraud, virtual)
 
 	// What gpuvc's webhook made of it on the host.
 	host := created.DeepCopy()
 	host.ResourceVersion, host.UID = "42", "host-uid"
-	host.Labels[syncer.LabelTeam] = "fraud"
-	host.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: syncer.GateGPUShare}}
-	host.Spec.NodeSelector = map[string]string{syncer.LabelPool: "a100"}
-	pool := corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpEqual, Value: "a100", Effect: corev1.TaintEffectNoSchedule}
+	host.Labels[contract.LabelTeam] = "fraud"
+	host.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: contract.GateGPUShare}}
+	host.Spec.NodeSelector = map[string]string{contract.LabelPool: "a100"}
+	pool := corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpEqual, Value: "a100", Effect: corev1.TaintEffectNoSchedule}
 	host.Spec.Tolerations = []corev1.Toleration{pool}
 	host.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "gpuvc-share-x"}}}}
 
@@ -176,7 +176,7 @@ func TestSyncUpdatePath(t *testing.T) {
 		t.Errorf("resize writes %d for equal resources", len(res.HostWrites("resize")))
 	}
 	// The label gpuvc added on the host is copied into the virtual pod.
-	if v := res.VirtualUpdated(); v == nil || v.Labels[syncer.LabelTeam] != "fraud" {
+	if v := res.VirtualUpdated(); v == nil || v.Labels[contract.LabelTeam] != "fraud" {
 		t.Errorf("virtual pod written back: %v", v)
 	}
 }

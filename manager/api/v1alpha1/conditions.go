@@ -22,12 +22,6 @@ const (
 	ReasonUninstallFailed = "UninstallFailed"
 )
 
-// Labels gpuvc puts on host objects.
-const (
-	LabelTeam = "gpuvc.dev/team"
-	LabelPool = "gpuvc.dev/pool"
-)
-
 // Finalizer holds a Team until its host objects are gone.
 const Finalizer = "gpuvc.dev/team-cleanup"
 

@@ -1,10 +1,27 @@
-package syncer
+package contract
 
-// Keys and values of the share controller (syncer/share). They extend the
-// contract in contract.go: everything is under gpuvc.dev/, so tenants cannot
-// write it (the webhook strips or restores it), while the share controller, one
-// of TrustedUsers, may.
+// Keys of fractional GPUs, between the webhook, the share controller and the
+// reservation pods (`gpuvc reserve`). Everything is under gpuvc.dev/, so
+// tenants cannot write it, while the share controller, a trusted user, may.
 const (
+	// LabelGPUShare ("true") marks a fractional pod waiting for, or holding, a
+	// share of a GPU; the share controller selects on it.
+	LabelGPUShare = "gpuvc.dev/gpu-share"
+	// AnnotationGPUFraction is the validated fraction ("0.5"), canonical form.
+	AnnotationGPUFraction = "gpuvc.dev/gpu-fraction"
+	// AnnotationGPUMemory is the validated memory share in MiB ("20000").
+	AnnotationGPUMemory = "gpuvc.dev/gpu-memory-mib"
+	// AnnotationShareConfigMap names the ConfigMap every container reads its GPU
+	// environment from (NVIDIA_VISIBLE_DEVICES, GPU_PORTION); the share
+	// controller creates it before it removes the gate.
+	AnnotationShareConfigMap = "gpuvc.dev/gpu-share-configmap"
+	// GateGPUShare holds a fractional pod until the share controller has given
+	// it a GPU.
+	GateGPUShare = "gpuvc.dev/gpu-share"
+	// ShareConfigMapPrefix starts every share ConfigMap name; tenants may not
+	// reference ConfigMaps with this prefix themselves.
+	ShareConfigMapPrefix = "gpuvc-share-"
+
 	// LabelRole marks pods gpuvc creates for itself. Reservation pods carry
 	// LabelRole=RoleReservation; only a trusted user can create such a pod.
 	LabelRole = "gpuvc.dev/role"
