@@ -42,9 +42,9 @@ import (
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/servingcert"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/syncer"
-	"github.com/gpuvc/gpuvc/syncer/servingcert"
 	"github.com/gpuvc/gpuvc/vclusters"
 	"github.com/gpuvc/gpuvc/vclusters/vclusterstest"
 )

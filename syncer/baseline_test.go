@@ -4,9 +4,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func addCaps(caps ...corev1.Capability) *corev1.Pod { return pod().AddCapabilities(caps...).Obj() }

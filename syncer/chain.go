@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Input is what every decision sees. Mutations change Pod in place; everything

@@ -1,10 +1,11 @@
 package syncer
 
 import (
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // ConfigOptions say how the API server reaches the webhook.

@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // GPU requests. A pod asks for devices with nvidia.com/gpu (whole GPUs) or

@@ -7,8 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Reserved metadata: gpuvc.dev/ labels and annotations drive the share

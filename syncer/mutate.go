@@ -7,10 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // mutator applies the chain's mutations as a JSON patch.

@@ -3,10 +3,11 @@ package syncer
 import (
 	"context"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // NodePools tells which pool a node belongs to, so a pod naming a node

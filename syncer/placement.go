@@ -5,9 +5,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // The pool fence. The nodeSelector gpuvc.dev/pool=<pool> plus the pool's

@@ -3,9 +3,10 @@ package syncer
 import (
 	"testing"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestCheckPrivileged(t *testing.T) {

@@ -9,8 +9,9 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // GPU shares (KAI-Scheduler compatible annotations). A pod annotated with

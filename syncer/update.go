@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // UPDATEs. vCluster keeps updating host pods (labels, annotations, images), and

@@ -7,13 +7,14 @@ import (
 	"slices"
 
 	"github.com/go-logr/logr"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Paths the webhook server serves.

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 
 	corev1 "k8s.io/api/core/v1"
 )

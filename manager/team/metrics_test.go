@@ -4,12 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestUsageCollector(t *testing.T) {

@@ -21,10 +21,6 @@ const (
 	managedBy      = "gpuvc"
 )
 
-// ReleaseName is the vCluster Helm release of a team: the team's name, which keeps
-// host pod names (<pod>-x-<namespace>-x-<release>) short.
-func ReleaseName(t *gpuvcv1.Team) string { return t.Name }
-
 func teamLabels(t *gpuvcv1.Team) map[string]string {
 	return map[string]string{
 		contract.LabelTeam: t.Name,

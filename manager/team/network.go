@@ -101,7 +101,7 @@ func hostAPIEgress() *networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
 
 // controlPlaneSelector matches the vCluster chart's control-plane pod.
 func controlPlaneSelector(t *gpuvcv1.Team) map[string]string {
-	return map[string]string{"app": "vcluster", "release": ReleaseName(t)}
+	return map[string]string{"app": "vcluster", "release": gpuvcv1.ReleaseName(t)}
 }
 
 func port(proto corev1.Protocol, p int32) *networkingv1ac.NetworkPolicyPortApplyConfiguration {

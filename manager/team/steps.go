@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/teampolicy"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
@@ -98,11 +99,11 @@ func (r *Reconciler) ensureAdmissionParams(ctx context.Context, t *gpuvcv1.Team)
 	if systemPool == "" {
 		systemPool = contract.DefaultSystemPool
 	}
-	product, memMiB, err := PoolGPU(ctx, r.client, t.Spec.Pool)
+	product, memMiB, err := teampolicy.PoolGPU(ctx, r.client, t.Spec.Pool)
 	if err != nil {
 		return err
 	}
-	p := celpolicy.PolicyParams(Policy(t, product, memMiB, systemPool))
+	p := celpolicy.PolicyParams(teampolicy.Policy(t, product, memMiB, systemPool))
 	return r.apply(ctx, celpolicy.TeamParams(gpuvcv1.HostNamespace(t.Name), p).
 		WithLabels(teamLabels(t)).WithOwnerReferences(ownerRef(t)))
 }

@@ -1,11 +1,12 @@
 package celpolicy
 
 import (
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // The parameter ConfigMap lives in the team namespace, where the team's vCluster

@@ -16,13 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/manager/servingcert"
 	"github.com/gpuvc/gpuvc/syncer"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
-	"github.com/gpuvc/gpuvc/syncer/servingcert"
+	"github.com/gpuvc/gpuvc/syncer/syncertest"
 )
 
 // With both layers on, the webhook turns what tenants write into pods the CEL
@@ -193,7 +194,7 @@ func startWebhook(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	wh, err := syncer.New(syncer.Options{
-		Policies: &syncer.NamespacePolicies{Reader: reader, Teams: map[string]syncer.TeamPolicy{layeredTeam: layeredPolicy}},
+		Policies: &syncertest.NamespacePolicies{Reader: reader, Teams: map[string]syncer.TeamPolicy{layeredTeam: layeredPolicy}},
 		Nodes:    syncer.ClientNodePools{Reader: reader},
 		MIG:      migmap.Catalog{},
 	})

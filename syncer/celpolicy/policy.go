@@ -1,10 +1,11 @@
 package celpolicy
 
 import (
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // variable is a named CEL expression of the policy; later ones may use earlier

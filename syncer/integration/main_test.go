@@ -26,12 +26,13 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/manager/servingcert"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
-	"github.com/gpuvc/gpuvc/syncer/servingcert"
+	"github.com/gpuvc/gpuvc/syncer/syncertest"
 )
 
 // Identities requests come from. Tenant pods arrive as vCluster's host service
@@ -128,7 +129,7 @@ func setUp(ctx context.Context, cp *localcp.ControlPlane) (stop func(), err erro
 		return stop, err
 	}
 	wh, err := syncer.New(syncer.Options{
-		Policies:     &syncer.NamespacePolicies{Reader: reader, Teams: teams},
+		Policies:     &syncertest.NamespacePolicies{Reader: reader, Teams: teams},
 		Nodes:        syncer.ClientNodePools{Reader: reader},
 		MIG:          migmap.Catalog{},
 		Recorder:     recorder,

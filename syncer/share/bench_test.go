@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuvc/gpuvc/syncer/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
 )
 
 // The measurements live in syncer/bench, which also runs them through gpuvc's

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
-	"github.com/gpuvc/gpuvc/syncer/bench"
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
@@ -67,7 +67,7 @@ func newTeam(ctx context.Context, t testing.TB, team string, gpus int) string {
 
 func cleanTeam(t testing.TB, ns string) { team(ns, share.DefaultMaxPodsPerGPU).Clean(t) }
 
-// team is the harness view of a test namespace (syncer/bench), with the
+// team is the harness view of a test namespace (e2e/testsupport/bench), with the
 // team's limit of pods per GPU.
 func team(ns string, maxPods int) bench.Team {
 	return bench.Team{Client: env.cp.Client, Namespace: ns, MaxPodsPerGPU: maxPods}

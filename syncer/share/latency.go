@@ -3,9 +3,10 @@ package share
 import (
 	"time"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Gate-to-ungate latency. creationTimestamp has a resolution of one second, so

@@ -4,9 +4,10 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // nodeMeta is a node's labels; nodes are read metadata-only from the cache.

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // On nodes labelled gpuvc.dev/simulated=true there is no GPU to find (kwok runs

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // DefaultMaxPodsPerGPU is the Team API's default of
@@ -47,7 +48,7 @@ type TeamSource interface {
 }
 
 // NamespaceTeams reads a namespace's gpuvc.dev/team and gpuvc.dev/pool labels,
-// the same labels the webhook's NamespacePolicies reads.
+// the same labels syncertest.NamespacePolicies reads for the webhook's tests.
 type NamespaceTeams struct {
 	Reader client.Reader
 	// MaxPodsPerGPU by team name; teams missing here get Default.

@@ -27,3 +27,7 @@ const Finalizer = "gpuvc.dev/team-cleanup"
 
 // HostNamespace is the host namespace of a team.
 func HostNamespace(team string) string { return "team-" + team }
+
+// ReleaseName is the vCluster Helm release of a team: the team's name, which keeps
+// host pod names (<pod>-x-<namespace>-x-<release>) short.
+func ReleaseName(t *Team) string { return t.Name }

@@ -19,7 +19,7 @@ import (
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
-	"github.com/gpuvc/gpuvc/syncer/reserve"
+	"github.com/gpuvc/gpuvc/syncer/share/reserve"
 )
 
 type flags struct {

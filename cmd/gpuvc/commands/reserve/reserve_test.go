@@ -12,7 +12,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
-	"github.com/gpuvc/gpuvc/syncer/reserve"
+	"github.com/gpuvc/gpuvc/syncer/share/reserve"
 )
 
 func offlineKubeconfig(t *testing.T) *cli.Globals {

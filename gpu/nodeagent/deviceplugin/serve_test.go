@@ -19,7 +19,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
-	"github.com/gpuvc/gpuvc/kind/deviceplugin/fakekubelet"
+	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin/fakekubelet"
 )
 
 func startKubelet(t *testing.T, dir string) *fakekubelet.Kubelet {

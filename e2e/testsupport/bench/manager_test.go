@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuvc/gpuvc/syncer/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
 )
 
 func benchContext(b *testing.B, d time.Duration) context.Context {

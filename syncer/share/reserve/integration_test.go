@@ -35,11 +35,11 @@ import (
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	reservecmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/reserve"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
-	"github.com/gpuvc/gpuvc/kind/deviceplugin/fakekubelet"
+	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin/fakekubelet"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
-	"github.com/gpuvc/gpuvc/syncer/reserve"
+	"github.com/gpuvc/gpuvc/syncer/share/reserve"
 )
 
 func TestMain(m *testing.M) {

@@ -1,8 +1,9 @@
 package testobj
 
 import (
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // TeamNamespace returns team's host namespace (team-<team>) labelled the way the

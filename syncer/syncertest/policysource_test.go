@@ -1,4 +1,4 @@
-package syncer
+package syncertest
 
 import (
 	"context"
@@ -7,10 +7,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/syncer"
 )
 
 func TestNamespacePolicies(t *testing.T) {
@@ -24,7 +26,7 @@ func TestNamespacePolicies(t *testing.T) {
 		ns("stranger", map[string]string{contract.LabelTeam: "stranger", contract.LabelPool: "a100"}),
 		ns("moved", map[string]string{contract.LabelTeam: "pinned", contract.LabelPool: "a100"}),
 	).Build()
-	s := &NamespacePolicies{Reader: reader, Teams: map[string]TeamPolicy{
+	s := &NamespacePolicies{Reader: reader, Teams: map[string]syncer.TeamPolicy{
 		"fraud":  {MaxGPUsPerPod: 4},
 		"pinned": {Pool: "h100"},
 	}}
@@ -32,12 +34,12 @@ func TestNamespacePolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&TeamPolicy{Team: "fraud", Namespace: "team-fraud", Pool: "a100", MaxGPUsPerPod: 4}, got); diff != "" {
+	if diff := cmp.Diff(&syncer.TeamPolicy{Team: "fraud", Namespace: "team-fraud", Pool: "a100", MaxGPUsPerPod: 4}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	for name, want := range map[string]string{
-		"plain":    ErrNotTeamNamespace.Error(),
-		"missing":  ErrNotTeamNamespace.Error(),
+		"plain":    syncer.ErrNotTeamNamespace.Error(),
+		"missing":  syncer.ErrNotTeamNamespace.Error(),
 		"no-pool":  "has no gpuvc.dev/pool label",
 		"stranger": `no policy for team "stranger"`,
 		"moved":    `says pool "a100" but team "pinned"'s policy says pool "h100"`,
@@ -46,7 +48,7 @@ func TestNamespacePolicies(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want an error mentioning %q", name, err, want)
 		}
-		if (want == ErrNotTeamNamespace.Error()) != errors.Is(err, ErrNotTeamNamespace) {
+		if (want == syncer.ErrNotTeamNamespace.Error()) != errors.Is(err, syncer.ErrNotTeamNamespace) {
 			t.Errorf("%s: errors.Is(ErrNotTeamNamespace) wrong for %v", name, err)
 		}
 	}

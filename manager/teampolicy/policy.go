@@ -1,4 +1,4 @@
-package team
+package teampolicy
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // Policy is what Team t allows its pods, as both fences judge them: the webhook
-// (through teampolicy) and the CEL policy (through the parameters the reconciler
+// (through Source) and the CEL policy (through the parameters the reconciler
 // writes). product and memMiB describe the GPUs of the team's pool (PoolGPU).
 func Policy(t *gpuvcv1.Team, product string, memMiB int64, systemPool string) *syncer.TeamPolicy {
 	p := &syncer.TeamPolicy{
@@ -26,7 +26,7 @@ func Policy(t *gpuvcv1.Team, product string, memMiB int64, systemPool string) *s
 		PoolGPUMemoryMiB: memMiB,
 		SystemPool:       systemPool,
 		MaxGPUsPerPod:    t.EffectiveMaxGPUsPerPod(),
-		VClusterName:     ReleaseName(t),
+		VClusterName:     gpuvcv1.ReleaseName(t),
 	}
 	for profile := range t.Spec.Quota.MIG {
 		p.AllowedMIGProfiles = append(p.AllowedMIGProfiles, profile)

@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // UngateWatch records when each share pod of a namespace is first seen
