@@ -26,6 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/manager"
 )
 
@@ -136,7 +137,7 @@ func checkSelfManagedCerts(ctx context.Context, t *testing.T) *corev1.Secret {
 	}()
 
 	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", child.HealthPort)
-	poll(ctx, t, "the self-managed manager ready", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, 2*time.Minute, "the self-managed manager ready", func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-exited:
 			stopped = true

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/manager"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/manager/api/scheme"
@@ -213,7 +214,7 @@ func installCertManagerCRDs(ctx context.Context, t *testing.T) {
 		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
-		poll(ctx, t, "CRD "+crd.Name+" established", func(ctx context.Context) (bool, error) {
+		poll.Until(ctx, t, 2*time.Minute, "CRD "+crd.Name+" established", func(ctx context.Context) (bool, error) {
 			got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -225,13 +226,6 @@ func installCertManagerCRDs(ctx context.Context, t *testing.T) {
 			}
 			return false, nil
 		})
-	}
-}
-
-func poll(ctx context.Context, t *testing.T, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 
@@ -321,7 +315,7 @@ func checkStoredWebhooks(ctx context.Context, t *testing.T) {
 		t.Errorf("annotations %v", m.Annotations)
 	}
 	// The agent's node fence: its CEL type-checks on this API server.
-	poll(ctx, t, "type checking of gpuvc-agent-node-fence", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, 2*time.Minute, "type checking of gpuvc-agent-node-fence", func(ctx context.Context) (bool, error) {
 		p, err := host.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "gpuvc-agent-node-fence", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -344,7 +338,7 @@ var gpuNodes = []string{"a100-0", "a100-mig-0", "h100-0"}
 // GPU pool node (tainted) and none in the system pool.
 func checkAgentScheduling(ctx context.Context, t *testing.T) {
 	var nodes []string
-	poll(ctx, t, "agent pods on the GPU nodes", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, 2*time.Minute, "agent pods on the GPU nodes", func(ctx context.Context) (bool, error) {
 		pods, err := host.Client.CoreV1().Pods(testNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=agent"})
 		if err != nil {
 			return false, err
@@ -388,7 +382,7 @@ func checkAgentFence(ctx context.Context, t *testing.T) {
 		return err
 	}
 	// The API server enforces a new policy once its informers have it.
-	poll(ctx, t, "the node fence to be enforced", func(context.Context) (bool, error) {
+	poll.Until(ctx, t, 2*time.Minute, "the node fence to be enforced", func(context.Context) (bool, error) {
 		return publish(agent, "h100-0", map[string]string{"nvidia.com/gpu.product": "probe"}, nil, true) != nil, nil
 	})
 	inventory := map[string]string{"gpuvc.dev/gpu-inventory": `{"gpus":[]}`}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
@@ -194,7 +195,7 @@ func legitimate(t *testing.T, name string, client func() kubernetes.Interface, p
 		}
 		deleteAtEnd(t, pod.Namespace, pod.Name)
 		if node != "" {
-			got := waitForPod(ctx, t, pod.Namespace, pod.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+			got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 			if !strings.HasPrefix(got.Spec.NodeName, node) {
 				t.Errorf("runs on %s, want %s", got.Spec.NodeName, node)
 			}
@@ -369,28 +370,4 @@ func deleteAtEnd(t *testing.T, ns, name string) {
 	t.Cleanup(func() {
 		_ = env.cp.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	})
-}
-
-// waitForPod polls a pod until cond holds and returns it.
-func waitForPod(ctx context.Context, t *testing.T, ns, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
-	t.Helper()
-	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := env.cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil // e.g. not yet created by its controller
-		}
-		if err != nil {
-			return false, err
-		}
-		pod = p
-		return cond(p), nil
-	})
-	if err != nil {
-		if pod == nil {
-			t.Fatalf("pod %s/%s never appeared: %v", ns, name, err)
-		}
-		t.Fatalf("pod %s/%s never reached the expected state: %v; last status %+v", ns, name, err, pod.Status)
-	}
-	return pod
 }

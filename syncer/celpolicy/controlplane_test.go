@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
@@ -45,7 +46,7 @@ func TestControlPlane(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.refused == nil {
-				got := waitForPod(ctx, t, ns, tc.statefulSet+"-0", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+				got := poll.Pod(ctx, t, env.cp.Client, ns, tc.statefulSet+"-0", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 				if got.Spec.NodeName != "system-0" {
 					t.Errorf("control plane runs on %s, want system-0", got.Spec.NodeName)
 				}

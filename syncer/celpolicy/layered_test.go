@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -86,7 +87,7 @@ func TestWithWebhook(t *testing.T) {
 				t.Errorf("the webhook did not pin the pool: nodeSelector %v", created.Spec.NodeSelector)
 			}
 			if tc.node != "" {
-				got := waitForPod(ctx, t, layeredNS, created.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+				got := poll.Pod(ctx, t, env.cp.Client, layeredNS, created.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 				if len(got.Spec.NodeName) < len(tc.node) || got.Spec.NodeName[:len(tc.node)] != tc.node {
 					t.Errorf("runs on %s, want %s", got.Spec.NodeName, tc.node)
 				}
@@ -146,7 +147,7 @@ func TestWithWebhook(t *testing.T) {
 		if _, err := env.cp.Client.AppsV1().StatefulSets(layeredNS).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		got := waitForPod(ctx, t, layeredNS, layeredTeam+"-0", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		got := poll.Pod(ctx, t, env.cp.Client, layeredNS, layeredTeam+"-0", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 		if got.Spec.NodeName != "system-0" {
 			t.Errorf("control plane runs on %s, want system-0", got.Spec.NodeName)
 		}

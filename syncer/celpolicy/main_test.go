@@ -3,7 +3,6 @@ package celpolicy_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -48,37 +47,17 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
 	// The webhook server of TestWithWebhook logs through controller-runtime.
 	ctrllog.SetLogger(logr.Discard())
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	started := time.Now()
-	cp, err := localcp.Start(ctx, localcp.Options{Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
-		return 1
-	}
-	defer func() {
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
+	os.Exit(localcp.RunTests(m, localcp.Options{}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+		started := time.Now()
+		env.cp = cp
+		if err := setUp(ctx); err != nil {
+			return nil, err
 		}
-	}()
-	env.cp = cp
-	fmt.Fprintf(os.Stderr, "celpolicy: control plane ready after %s\n", time.Since(started).Round(time.Millisecond))
-	if err := setUp(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "setting up:", err)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "celpolicy: policy enforced after %s\n", time.Since(started).Round(time.Millisecond))
-	return m.Run()
+		fmt.Fprintf(os.Stderr, "celpolicy: policy enforced %s after the control plane was ready\n", time.Since(started).Round(time.Millisecond))
+		return nil, nil
+	}))
 }
 
 func setUp(ctx context.Context) error {

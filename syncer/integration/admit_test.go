@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -27,7 +28,7 @@ func TestWholeGPURunsOnA100(t *testing.T) {
 	if pod.Spec.NodeSelector[contract.LabelPool] != "a100" || pod.Labels[contract.LabelTeam] != "fraud" || pod.Annotations[contract.AnnotationRole] != contract.RoleWorkload {
 		t.Errorf("host pod not pinned and labelled: nodeSelector=%v labels=%v annotations=%v", pod.Spec.NodeSelector, pod.Labels, pod.Annotations)
 	}
-	got := waitForPod(ctx, t, pod.Namespace, pod.Name, running)
+	got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running)
 	if got.Spec.NodeName != "a100-0" {
 		t.Errorf("ran on %s, want a100-0 (the a100 node with whole GPUs)", got.Spec.NodeName)
 	}
@@ -48,7 +49,7 @@ func TestMIGRunsOnMIGNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := waitForPod(ctx, t, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
+	if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
 		t.Errorf("ran on %s, want a100-mig-0", got.Spec.NodeName)
 	}
 }
@@ -67,7 +68,7 @@ func TestForeignMIGProfileIsMapped(t *testing.T) {
 	if q, ok := limits["nvidia.com/mig-2g.20gb"]; !ok || q.Value() != 1 || len(limits) != 1 {
 		t.Errorf("limits %v, want only nvidia.com/mig-2g.20gb: 1", limits)
 	}
-	if got := waitForPod(ctx, t, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
+	if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
 		t.Errorf("ran on %s, want a100-mig-0", got.Spec.NodeName)
 	}
 	waitForEvent(ctx, t, pod.Namespace, string(pod.UID), syncer.ReasonMIGProfileMapped)
@@ -86,7 +87,7 @@ func TestWholeGPUMappedToMIG(t *testing.T) {
 	if _, whole := limits[contract.ResourceGPU]; whole || mig.Value() != 1 {
 		t.Errorf("limits %v, want nvidia.com/mig-1g.10gb: 1 and no nvidia.com/gpu", limits)
 	}
-	if got := waitForPod(ctx, t, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
+	if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
 		t.Errorf("ran on %s, want a100-mig-0", got.Spec.NodeName)
 	}
 }
@@ -116,7 +117,7 @@ func TestFractionPodIsGated(t *testing.T) {
 	if pod.Labels[contract.LabelGPUShare] != "true" {
 		t.Errorf("label %s=%q", contract.LabelGPUShare, pod.Labels[contract.LabelGPUShare])
 	}
-	got := waitForPod(ctx, t, pod.Namespace, pod.Name, schedulingGated)
+	got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, schedulingGated)
 	if got.Spec.NodeName != "" {
 		t.Errorf("gated pod was bound to %s", got.Spec.NodeName)
 	}
@@ -155,7 +156,7 @@ func TestShareControllerContract(t *testing.T) {
 	if _, err = env.share.CoreV1().Pods(ns).Update(ctx, pinned, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("removing the gate as the share controller: %v", err)
 	}
-	if got := waitForPod(ctx, t, ns, pod.Name, running); got.Spec.NodeName != "a100-0" {
+	if got := poll.Pod(ctx, t, env.cp.Client, ns, pod.Name, running); got.Spec.NodeName != "a100-0" {
 		t.Errorf("ran on %s, want a100-0", got.Spec.NodeName)
 	}
 }
@@ -176,7 +177,7 @@ func TestNonTeamNamespaceUntouched(t *testing.T) {
 	for k := range pod.Annotations {
 		t.Errorf("annotation %s added", k)
 	}
-	if got := waitForPod(ctx, t, "plain", pod.Name, running); got.Spec.NodeName != "h100-0" {
+	if got := poll.Pod(ctx, t, env.cp.Client, "plain", pod.Name, running); got.Spec.NodeName != "h100-0" {
 		t.Errorf("ran on %s, want h100-0", got.Spec.NodeName)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -23,7 +24,7 @@ func TestControlPlanePodStaysInSystemPool(t *testing.T) {
 	sts := testobj.StatefulSet("fraud", "team-fraud", testobj.Pod("", "").Label("app", "vcluster").Obj())
 	createStatefulSet(ctx, t, sts)
 
-	pod := waitForPod(ctx, t, "team-fraud", "fraud-0", running)
+	pod := poll.Pod(ctx, t, env.cp.Client, "team-fraud", "fraud-0", running)
 	if pod.Spec.NodeName != "system-0" {
 		t.Errorf("control plane ran on %s, want system-0", pod.Spec.NodeName)
 	}

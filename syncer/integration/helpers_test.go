@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
@@ -53,31 +53,6 @@ func create(ctx context.Context, t *testing.T, team string, virtual *corev1.Pod)
 
 func deletePod(ns, name string) {
 	_ = env.cp.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-}
-
-// waitForPod polls a pod until cond holds and returns it.
-func waitForPod(ctx context.Context, t *testing.T, ns, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
-	t.Helper()
-	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := env.cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil // a controller has yet to create it
-		}
-		if err != nil {
-			return false, err
-		}
-		pod = p
-		return cond(p), nil
-	})
-	if err != nil {
-		status := "pod never seen"
-		if pod != nil {
-			status = fmt.Sprintf("%+v", pod.Status)
-		}
-		t.Fatalf("pod %s/%s never reached the expected state: %v; last status: %s", ns, name, err, status)
-	}
-	return pod
 }
 
 func running(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
@@ -195,13 +170,8 @@ func (evilHandler) Handle(_ context.Context, req admission.Request) admission.Re
 	return admission.PatchResponseFromRaw(req.Object.Raw, b)
 }
 
-// waitUntil polls cond with a deadline.
+// waitUntil polls cond for up to 30 seconds.
 func waitUntil(ctx context.Context, t *testing.T, what string, cond func(context.Context) bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return cond(ctx), nil
-	})
-	if err != nil {
-		t.Fatalf("waiting until %s: %v", what, err)
-	}
+	poll.Until(ctx, t, 30*time.Second, what, func(ctx context.Context) (bool, error) { return cond(ctx), nil })
 }

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -71,39 +70,12 @@ var teams = map[string]syncer.TeamPolicy{
 }
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
 	// The webhook server logs through controller-runtime; tests read events.
 	ctrllog.SetLogger(logr.Discard())
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	cp, err := localcp.Start(ctx, localcp.Options{Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
-		return 1
-	}
-	env.cp = cp
-	stopWebhook, err := setUp(ctx, cp)
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "setting up the webhook:", err)
-	} else {
-		code = m.Run()
-	}
-	if stopWebhook != nil {
-		stopWebhook()
-	}
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
-		code = 1
-	}
-	return code
+	os.Exit(localcp.RunTests(m, localcp.Options{}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+		env.cp = cp
+		return setUp(ctx, cp)
+	}))
 }
 
 // setUp starts the webhook server on a loopback port, registers it with the API

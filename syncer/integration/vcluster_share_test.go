@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share"
@@ -49,7 +50,7 @@ func TestVClusterFractionsShareReservations(t *testing.T) {
 	}
 	served := func(host *corev1.Pod) *corev1.Pod {
 		t.Helper()
-		return waitForPod(ctx, t, host.Namespace, host.Name, func(p *corev1.Pod) bool { return !hasGate(p) && running(p) })
+		return poll.Pod(ctx, t, env.cp.Client, host.Namespace, host.Name, func(p *corev1.Pod) bool { return !hasGate(p) && running(p) })
 	}
 	var hosts []*corev1.Pod
 	for i := range 3 {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/vcsync"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -84,12 +85,12 @@ func TestVClusterPodsRunInPool(t *testing.T) {
 				if !hasGate(pod) || cm == "" || len(pod.Spec.Containers[0].EnvFrom) == 0 || pod.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name != cm {
 					t.Errorf("share pod: gates %v, ConfigMap %q, envFrom %+v", pod.Spec.SchedulingGates, cm, pod.Spec.Containers[0].EnvFrom)
 				}
-				if p := waitForPod(ctx, t, pod.Namespace, pod.Name, schedulingGated); p.Spec.NodeName != "" {
+				if p := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, schedulingGated); p.Spec.NodeName != "" {
 					t.Errorf("gated pod bound to %s", p.Spec.NodeName)
 				}
 				return
 			}
-			if p := waitForPod(ctx, t, pod.Namespace, pod.Name, running); p.Spec.NodeName != c.node {
+			if p := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); p.Spec.NodeName != c.node {
 				t.Errorf("ran on %s, want %s", p.Spec.NodeName, c.node)
 			}
 		})
@@ -131,7 +132,7 @@ func TestVClusterAttacks(t *testing.T) {
 			}
 			a.check(t, stored)
 			if a.runs {
-				if got := waitForPod(ctx, t, pod.Namespace, pod.Name, running); !strings.HasPrefix(got.Spec.NodeName, "a100") {
+				if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); !strings.HasPrefix(got.Spec.NodeName, "a100") {
 					t.Errorf("ran on %s, outside pool a100", got.Spec.NodeName)
 				}
 			}
@@ -172,7 +173,7 @@ func TestVClusterWithGpuvcValues(t *testing.T) {
 			t.Errorf("vCluster sent tolerations %v: expected the tenant's h100 toleration to pass through", sent.Spec.Tolerations)
 		}
 		onlyPoolToleration(t, pod)
-		if got := waitForPod(ctx, t, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-0" {
+		if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-0" {
 			t.Errorf("ran on %s, want a100-0", got.Spec.NodeName)
 		}
 	})

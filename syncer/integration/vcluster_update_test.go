@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/vcsync"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -193,7 +194,7 @@ func TestVClusterUpdateKeepsGpuvcChanges(t *testing.T) {
 		t.Errorf("after the virtual edit: labels %v gates %v; want app=v2, gpuvc's team label, the gate", stored.Labels, stored.Spec.SchedulingGates)
 	}
 	waitForEvent(ctx, t, pod.Namespace, string(pod.UID), syncer.ReasonReservedMetadataRestored)
-	if p := waitForPod(ctx, t, pod.Namespace, pod.Name, schedulingGated); p.Spec.NodeName != "" {
+	if p := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, schedulingGated); p.Spec.NodeName != "" {
 		t.Errorf("bound to %s while gated", p.Spec.NodeName)
 	}
 }
@@ -222,7 +223,7 @@ func TestVClusterUpdateOfMappedPod(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := waitForPod(ctx, t, pod.Namespace, pod.Name, running)
+			run := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running)
 			// A real kubelet reports each running container's resources, and the API
 			// server allows a resize only then; kwok does not, so report them as a
 			// kubelet would.

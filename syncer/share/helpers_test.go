@@ -11,9 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share"
@@ -102,34 +102,6 @@ func hasGate(p *corev1.Pod) bool { return bench.Gated(p) }
 
 func isRunning(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
 
-// waitForPod polls a pod until cond holds and returns it.
-func waitForPod(ctx context.Context, t testing.TB, ns, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
-	t.Helper()
-	var pod *corev1.Pod
-	last := "never read" // a first Get that fails leaves no pod to describe
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := env.cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		pod = p
-		last = fmt.Sprintf("gates %v, labels %v, phase %s, node %q", p.Spec.SchedulingGates, p.Labels, p.Status.Phase, p.Spec.NodeName)
-		return cond(p), nil
-	})
-	if err != nil {
-		t.Fatalf("pod %s/%s never reached the expected state: %v; last: %s", ns, name, err, last)
-	}
-	return pod
-}
-
-// waitUntil polls cond with a deadline.
-func waitUntil(ctx context.Context, t testing.TB, d time.Duration, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, d, true, cond); err != nil {
-		t.Fatalf("waiting until %s: %v", what, err)
-	}
-}
-
 func reservations(ctx context.Context, t testing.TB, ns string) []corev1.Pod {
 	t.Helper()
 	return team(ns, 0).Reservations(ctx, t)
@@ -153,7 +125,7 @@ func configMap(ctx context.Context, t testing.TB, p *corev1.Pod) *corev1.ConfigM
 func waitForEvent(ctx context.Context, t testing.TB, p *corev1.Pod, reason string) string {
 	t.Helper()
 	var note string
-	waitUntil(ctx, t, 30*time.Second, fmt.Sprintf("event %s on %s", reason, p.Name), func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, 30*time.Second, fmt.Sprintf("event %s on %s", reason, p.Name), func(ctx context.Context) (bool, error) {
 		l, err := env.cp.Client.EventsV1().Events(p.Namespace).List(ctx, metav1.ListOptions{
 			FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("regarding.uid", string(p.UID)), fields.OneTermEqualSelector("reason", reason)).String(),
 		})

@@ -3,7 +3,6 @@ package share_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -58,48 +57,30 @@ var env struct {
 var maxPodsPerGPU = map[string]int{"tight": 2}
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
 	if os.Getenv("GPUVC_TEST_LOG") != "" {
 		ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, time.Now().Format("15:04:05.000"), prefix, args) }, funcr.Options{Verbosity: 1}))
 	} else {
 		ctrl.SetLogger(logr.Discard())
 	}
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	cp, err := localcp.Start(ctx, localcp.Options{Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
-		return 1
-	}
-	env.cp = cp
-	code := 1
-	stopWebhook, err := setUp(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "setting up:", err)
-	} else {
-		code = m.Run()
-	}
-	if env.ctrl != nil {
-		if err := env.ctrl.stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	if stopWebhook != nil {
-		stopWebhook()
-	}
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
+	var stopErr error
+	code := localcp.RunTests(m, localcp.Options{}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+		env.cp = cp
+		stopWebhook, err := setUp(ctx)
+		// The controller stops before the webhook it calls through the API server.
+		return func() {
+			if env.ctrl != nil {
+				stopErr = env.ctrl.stop()
+			}
+			if stopWebhook != nil {
+				stopWebhook()
+			}
+		}, err
+	})
+	if stopErr != nil {
+		fmt.Fprintln(os.Stderr, stopErr)
 		code = 1
 	}
-	return code
+	os.Exit(code)
 }
 
 func setUp(ctx context.Context) (stop func(), err error) {

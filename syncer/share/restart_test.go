@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share"
@@ -86,7 +87,7 @@ func TestRestartDuringChurn(t *testing.T) {
 		}
 	}
 
-	waitUntil(ctx, t, time.Minute, "every live pod is served", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, time.Minute, "every live pod is served", func(ctx context.Context) (bool, error) {
 		for _, p := range sharePods(ctx, t, ns) {
 			if !served(&p) {
 				return false, nil
@@ -95,7 +96,7 @@ func TestRestartDuringChurn(t *testing.T) {
 		return true, nil
 	})
 	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
-	waitUntil(ctx, t, time.Minute, "every reservation has a pod (empty ones collected)", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, time.Minute, "every reservation has a pod (empty ones collected)", func(ctx context.Context) (bool, error) {
 		used := map[string]bool{}
 		for _, p := range sharePods(ctx, t, ns) {
 			used[p.Labels[contract.LabelShareGroup]] = true

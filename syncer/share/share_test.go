@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share"
@@ -42,7 +43,7 @@ func TestFractionsShareOneReservation(t *testing.T) {
 		createShare(ctx, t, ns, n, "0.3")
 	}
 	for _, n := range []string{"a", "b", "c"} {
-		pods = append(pods, waitForPod(ctx, t, ns, n, served))
+		pods = append(pods, poll.Pod(ctx, t, env.cp.Client, ns, n, served))
 	}
 	res := reservations(ctx, t, ns)
 	if len(res) != 1 {
@@ -75,7 +76,7 @@ func TestFractionsShareOneReservation(t *testing.T) {
 	}
 
 	createShare(ctx, t, ns, "d", "0.3")
-	d := waitForPod(ctx, t, ns, "d", served)
+	d := poll.Pod(ctx, t, env.cp.Client, ns, "d", served)
 	if g := d.Labels[contract.LabelShareGroup]; g == "" || g == r.Name {
 		t.Errorf("fourth pod in group %q, want a second reservation", g)
 	}
@@ -83,7 +84,7 @@ func TestFractionsShareOneReservation(t *testing.T) {
 		t.Errorf("%d reservations for 4 x 0.3, want 2", n)
 	}
 	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
-	waitUntil(ctx, t, 10*time.Second, "metrics say 2 reservations, 1.2 GPU, none gated, 4 latencies", func(context.Context) (bool, error) {
+	poll.Until(ctx, t, 10*time.Second, "metrics say 2 reservations, 1.2 GPU, none gated, 4 latencies", func(context.Context) (bool, error) {
 		return testutil.ToFloat64(env.metrics.Reservations.WithLabelValues("pack")) == 2 &&
 			testutil.ToFloat64(env.metrics.AllocatedGPUs.WithLabelValues("pack")) == 1.2 &&
 			testutil.ToFloat64(env.metrics.GatedPods.WithLabelValues("pack")) == 0 &&
@@ -94,7 +95,7 @@ func TestFractionsShareOneReservation(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d"} {
 		deletePod(ctx, t, ns, n)
 	}
-	waitUntil(ctx, t, time.Minute, "reservations and ConfigMaps are gone", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, time.Minute, "reservations and ConfigMaps are gone", func(ctx context.Context) (bool, error) {
 		cms, err := env.cp.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelSharePod})
 		if err != nil {
 			return false, err
@@ -111,7 +112,7 @@ func TestMemoryShare(t *testing.T) {
 	ns := newTeam(ctx, t, "memory", 2)
 
 	createPod(ctx, t, testobj.Pod("m1", ns).GPUMemory("40960").Obj())
-	m1 := waitForPod(ctx, t, ns, "m1", served)
+	m1 := poll.Pod(ctx, t, env.cp.Client, ns, "m1", served)
 	if got := m1.Annotations[contract.AnnotationShareUnits]; got != "5000" {
 		t.Errorf("units %q, want 5000 (0.5 of 81920 MiB)", got)
 	}
@@ -120,12 +121,12 @@ func TestMemoryShare(t *testing.T) {
 		t.Errorf("ConfigMap %v, want %s=0.5 and %s=40960", cm.Data, contract.EnvGPUPortion, contract.EnvGPUMemoryMiB)
 	}
 	createPod(ctx, t, testobj.Pod("m2", ns).GPUMemory("40960").Obj())
-	m2 := waitForPod(ctx, t, ns, "m2", served)
+	m2 := poll.Pod(ctx, t, env.cp.Client, ns, "m2", served)
 	if m2.Labels[contract.LabelShareGroup] != m1.Labels[contract.LabelShareGroup] {
 		t.Errorf("two halves on %q and %q, want one GPU", m1.Labels[contract.LabelShareGroup], m2.Labels[contract.LabelShareGroup])
 	}
 	createShare(ctx, t, ns, "f", "0.1")
-	f := waitForPod(ctx, t, ns, "f", served)
+	f := poll.Pod(ctx, t, env.cp.Client, ns, "f", served)
 	if f.Labels[contract.LabelShareGroup] == m1.Labels[contract.LabelShareGroup] {
 		t.Errorf("a full GPU took another share")
 	}
@@ -141,7 +142,7 @@ func TestQuotaKeepsPodGatedUntilRoomFrees(t *testing.T) {
 	ns := newTeam(ctx, t, "quota", 1)
 
 	createShare(ctx, t, ns, "first", "0.6")
-	first := waitForPod(ctx, t, ns, "first", served)
+	first := poll.Pod(ctx, t, env.cp.Client, ns, "first", served)
 	second := createShare(ctx, t, ns, "second", "0.6")
 	note := waitForEvent(ctx, t, second, share.ReasonQuotaExceeded)
 	for _, want := range []string{"exceeded quota", "gpuvc-quota", "requests.nvidia.com/gpu=1", "gpu-fraction 0.6", "most free 0.4", "stays gated"} {
@@ -149,7 +150,7 @@ func TestQuotaKeepsPodGatedUntilRoomFrees(t *testing.T) {
 			t.Errorf("quota event %q does not mention %q", note, want)
 		}
 	}
-	if p := waitForPod(ctx, t, ns, "second", func(*corev1.Pod) bool { return true }); !hasGate(p) || len(reservations(ctx, t, ns)) != 1 {
+	if p := poll.Pod(ctx, t, env.cp.Client, ns, "second", func(*corev1.Pod) bool { return true }); !hasGate(p) || len(reservations(ctx, t, ns)) != 1 {
 		t.Fatalf("over quota: gated=%v, reservations %d; want gated and 1", hasGate(p), len(reservations(ctx, t, ns)))
 	}
 
@@ -162,13 +163,13 @@ func TestQuotaKeepsPodGatedUntilRoomFrees(t *testing.T) {
 	if _, err := env.cp.Client.CoreV1().ResourceQuotas(ns).Update(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForPod(ctx, t, ns, "second", served)
+	poll.Pod(ctx, t, env.cp.Client, ns, "second", served)
 
 	// Room by a pod leaving: the third reuses the first's GPU.
 	third := createShare(ctx, t, ns, "third", "0.6")
 	waitForEvent(ctx, t, third, share.ReasonQuotaExceeded)
 	deletePod(ctx, t, ns, "first")
-	got := waitForPod(ctx, t, ns, "third", served)
+	got := poll.Pod(ctx, t, env.cp.Client, ns, "third", served)
 	if got.Labels[contract.LabelShareGroup] != first.Labels[contract.LabelShareGroup] {
 		t.Errorf("third pod on %q, want the first's reservation %q", got.Labels[contract.LabelShareGroup], first.Labels[contract.LabelShareGroup])
 	}
@@ -185,7 +186,7 @@ func TestMaxPodsPerGPU(t *testing.T) {
 	}
 	groups := map[string]int{}
 	for _, n := range []string{"a", "b", "c"} {
-		groups[waitForPod(ctx, t, ns, n, served).Labels[contract.LabelShareGroup]]++
+		groups[poll.Pod(ctx, t, env.cp.Client, ns, n, served).Labels[contract.LabelShareGroup]]++
 	}
 	if len(groups) != 2 {
 		t.Errorf("pods per reservation %v, want 2 reservations (at most 2 pods each)", groups)
@@ -203,14 +204,14 @@ func TestWholeGPUPodLeavingFreesQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitForPod(ctx, t, ns, whole.Name, isRunning)
+	poll.Pod(ctx, t, env.cp.Client, ns, whole.Name, isRunning)
 	p := createShare(ctx, t, ns, "half", "0.5")
 	note := waitForEvent(ctx, t, p, share.ReasonQuotaExceeded)
 	if !strings.Contains(note, "the team holds no shared GPU") {
 		t.Errorf("quota event %q does not say the team holds no shared GPU", note)
 	}
 	deletePod(ctx, t, ns, whole.Name)
-	waitForPod(ctx, t, ns, "half", served)
+	poll.Pod(ctx, t, env.cp.Client, ns, "half", served)
 }
 
 // The controller's pod patches carry the pod's UID: the API server applies one
@@ -255,7 +256,7 @@ func TestNoMoreReservationsWhileUnschedulable(t *testing.T) {
 	}
 	t.Cleanup(func() { cleanTeam(t, ns.Name) })
 	createShare(ctx, t, ns.Name, "first", "0.6")
-	waitUntil(ctx, t, 30*time.Second, "the reservation is unschedulable", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, 30*time.Second, "the reservation is unschedulable", func(ctx context.Context) (bool, error) {
 		for _, r := range reservations(ctx, t, ns.Name) {
 			for _, c := range r.Status.Conditions {
 				if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
