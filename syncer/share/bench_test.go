@@ -7,7 +7,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
 )
 
-// The measurements live in syncer/bench, which also runs them through gpuvc's
+// The measurements live in e2e/testsupport/bench, which also runs them through gpuvc's
 // manager; here they run against this package's controller and webhook.
 
 // BenchmarkUngateLatency: create → gate removed for one 0.1 pod at a time
