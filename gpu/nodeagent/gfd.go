@@ -37,7 +37,7 @@ const (
 	// they are listed there with their nvidia.com/ prefix.
 	NFDFeatureLabelsAnnotation = "nfd.node.kubernetes.io/feature-labels"
 	// gfdLabelPrefix is the label namespace GFD writes and the agent yields.
-	gfdLabelPrefix = "nvidia.com/"
+	gfdLabelPrefix = contract.NVIDIAPrefix
 )
 
 // DetectGFD reports whether GPU Feature Discovery labels the node, and the

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
+	"github.com/gpuvc/gpuvc/gpu/mig"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
@@ -122,7 +122,7 @@ func (n Node) Capacity() map[string]string {
 // MIGResource is the device-plugin resource name of a MIG profile in mixed strategy:
 // "1g.10gb" → "nvidia.com/mig-1g.10gb", "1g.10gb+me" → "nvidia.com/mig-1g.10gb.me".
 func MIGResource(profile string) string {
-	return contract.ResourceMIGPrefix + strings.ReplaceAll(profile, "+", ".")
+	return mig.ResourceName(profile)
 }
 
 // Validate reports the first inconsistency in a set of pools, naming it.

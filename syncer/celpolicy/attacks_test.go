@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -131,7 +132,7 @@ func attacks() map[string]struct {
 // team's vCluster syncer would, with no webhook: the CEL policy alone refuses
 // each with the expected message.
 func TestAttacks(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	list := attacks()
 	if len(list) < 15 {
 		t.Fatalf("only %d attacks", len(list))
@@ -148,7 +149,7 @@ func TestAttacks(t *testing.T) {
 // TestLegitimatePods: what teams normally run is admitted — and scheduled: the
 // scheduler binds through pods/binding, which the fence does not judge.
 func TestLegitimatePods(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	for name, tc := range map[string]struct {
 		client func() kubernetes.Interface
 		pod    *testobj.PodWrapper
@@ -210,7 +211,7 @@ func admin() kubernetes.Interface  { return env.cp.Client }
 // ephemeral containers it adds, the pool selector — so vCluster keeps syncing
 // admitted pods while nothing can widen them.
 func TestUpdates(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	pods := env.tenant.CoreV1().Pods(teamNS)
 	if _, err := pods.Create(ctx, tenantPod("updated").GPUs("1").Obj(), metav1.CreateOptions{}); err != nil {
@@ -303,7 +304,7 @@ func TestUpdates(t *testing.T) {
 // judged again, so lowering a team's limit never blocks vCluster's updates or a
 // controller removing its finalizer from a running pod.
 func TestLowerLimitKeepsRunningPodsUpdatable(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	const ns = "team-shrink"
 	if err := createTeamNamespace(ctx, ns, "shrink", c.Params(pool, 2, systemPool, "shrink")); err != nil {

@@ -80,7 +80,7 @@ var (
 	annoDevices    = lit(contract.AnnotationKAIFractionDevices)
 	resourceGPU    = lit(contract.ResourceGPU)
 	resourceMIG    = lit(contract.ResourceMIGPrefix)
-	resourceNVIDIA = lit("nvidia.com/")
+	resourceNVIDIA = lit(contract.NVIDIAPrefix)
 )
 
 // paramString is the value of a parameter, "" when the ConfigMap lacks it.

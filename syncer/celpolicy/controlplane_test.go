@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -20,7 +21,7 @@ import (
 // only the team's vCluster StatefulSet gets pods in the system pool, and never
 // with a GPU.
 func TestControlPlane(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	for name, tc := range map[string]struct {
 		team        string
 		statefulSet string

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -152,7 +153,7 @@ func memoryShaped(name, mib string) *testobj.PodWrapper {
 // TestFractionsOff: a team without GPU sharing gets no share pods, with or
 // without the webhook; whole GPUs still pass. No MIG profile is allowed either.
 func TestFractionsOff(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	const ns = "team-nofrac"
 	if err := createTeamNamespace(ctx, ns, "nofrac", c.PolicyParams(&syncer.TeamPolicy{
@@ -196,7 +197,7 @@ func TestFractionsOff(t *testing.T) {
 // metadata and lifts the share gate — the share controller (a trusted user)
 // binds, and gpuvc reserve records its GPU once on its own reservation pod.
 func TestReservedMetadataUpdates(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	manager := grantPods(ctx, t, "test-manager-pods", c.DefaultParamsWriter)
 	reserve := grantPods(ctx, t, "test-reserve-pods", "system:serviceaccount:"+teamNS+":"+contract.ReserveServiceAccount)

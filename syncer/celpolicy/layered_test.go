@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
@@ -50,7 +51,7 @@ var layeredPolicy = syncer.TeamPolicy{
 // another pool's selector, shares — are admitted with both layers on, and
 // land in the pool.
 func TestWithWebhook(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	startWebhook(ctx, t)
 	tenantLayered, err := impersonate(vclusterUser(layeredTeam))

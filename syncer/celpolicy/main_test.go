@@ -176,13 +176,6 @@ func waitForFence(ctx context.Context, ns, refusedWith string) error {
 // policyRefusal starts every refusal by the pod fence.
 var policyRefusal = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request", celpolicy.PolicyName, celpolicy.BindingName)
 
-func requireHost(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs the local control plane (run without -short)")
-	}
-}
-
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)

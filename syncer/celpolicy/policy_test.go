@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
@@ -154,7 +155,7 @@ func TestTeamParams(t *testing.T) {
 // the Pod and ConfigMap schemas and reports problems in the policy's status.
 // A canary policy with a type error proves the check runs.
 func TestPolicyTypeChecks(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	policies := env.cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
 	canary := admissionv1ac.ValidatingAdmissionPolicy("typecheck-canary").WithSpec(admissionv1ac.ValidatingAdmissionPolicySpec().

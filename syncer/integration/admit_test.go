@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -17,7 +18,7 @@ import (
 // tolerations, no node selectors, no knowledge of pools.
 
 func TestWholeGPURunsOnA100(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	before := counter(env.metrics.Requests.WithLabelValues("fraud", "mutate", "create", "patched"))
 
@@ -43,7 +44,7 @@ func TestWholeGPURunsOnA100(t *testing.T) {
 }
 
 func TestMIGRunsOnMIGNode(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	pod, err := create(ctx, t, "fraud", testobj.Pod("notebook", "default").MIG("1g.10gb", "1").Obj())
 	if err != nil {
@@ -58,7 +59,7 @@ func TestMIGRunsOnMIGNode(t *testing.T) {
 // 1g.12gb needs 12 GB, so the smallest allowed profile that has it is 2g.20gb
 // (1g.10gb would give less memory than asked).
 func TestForeignMIGProfileIsMapped(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	pod, err := create(ctx, t, "fraud", testobj.Pod("nvl-notebook", "default").MIG("1g.12gb", "1").Obj())
 	if err != nil {
@@ -76,7 +77,7 @@ func TestForeignMIGProfileIsMapped(t *testing.T) {
 
 // Team ml's policy turns whole-GPU requests into MIG 1g.10gb instances.
 func TestWholeGPUMappedToMIG(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	pod, err := create(ctx, t, "ml", testobj.Pod("small", "default").GPUs("1").Obj())
 	if err != nil {
@@ -93,7 +94,7 @@ func TestWholeGPUMappedToMIG(t *testing.T) {
 }
 
 func TestFractionPodIsGated(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	pod, err := create(ctx, t, "fraud", testobj.Pod("half", "default").GPUFraction("0.5").Container("sidecar").Obj())
 	if err != nil {
@@ -128,7 +129,7 @@ func TestFractionPodIsGated(t *testing.T) {
 // identity: create the ConfigMap, pin the gated pod to a node of the pool, remove
 // the gate. The webhook lets exactly this through and the pod runs there.
 func TestShareControllerContract(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	pod, err := create(ctx, t, "fraud", testobj.Pod("shared", "default").GPUFraction("0.25").Obj())
 	if err != nil {
@@ -163,7 +164,7 @@ func TestShareControllerContract(t *testing.T) {
 
 // Pods outside team namespaces are not the webhook's business.
 func TestNonTeamNamespaceUntouched(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	in := testobj.Pod("elsewhere", "plain").InPool("h100").GPUs("1").Obj()
 	pod, err := env.cp.Client.CoreV1().Pods("plain").Create(ctx, in, metav1.CreateOptions{})
@@ -186,7 +187,7 @@ func TestNonTeamNamespaceUntouched(t *testing.T) {
 // webhook cannot name their share ConfigMap: such pods are refused with a reason
 // (vCluster always sends a name).
 func TestFractionNeedsAName(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	p := testobj.Pod("", "team-fraud").GPUFraction("0.5").Obj()
 	p.GenerateName = "gen-"

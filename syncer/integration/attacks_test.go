@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -253,7 +254,7 @@ func attacks() map[string]attack {
 
 // TestAttacks runs every tenant attack through the real API server.
 func TestAttacks(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	registerEvilWebhook(t)
 	for name, a := range attacks() {
 		t.Run(name, func(t *testing.T) {

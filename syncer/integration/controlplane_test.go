@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -19,7 +20,7 @@ import (
 // created by the real StatefulSet controller, so the webhook admits it as the
 // control plane and pins it to the system pool.
 func TestControlPlanePodStaysInSystemPool(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	sts := testobj.StatefulSet("fraud", "team-fraud", testobj.Pod("", "").Label("app", "vcluster").Obj())
 	createStatefulSet(ctx, t, sts)
@@ -36,7 +37,7 @@ func TestControlPlanePodStaysInSystemPool(t *testing.T) {
 // A control plane asking for a GPU is refused; the StatefulSet controller
 // reports the webhook's reason on the StatefulSet.
 func TestControlPlaneGetsNoGPU(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	sts := testobj.StatefulSet("ml", "team-ml", testobj.Pod("", "").GPUs("1").Obj())
 	createStatefulSet(ctx, t, sts)

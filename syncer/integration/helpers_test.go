@@ -23,14 +23,6 @@ import (
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
-// requireHost skips integration tests under -short.
-func requireHost(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs the local control plane (run without -short)")
-	}
-}
-
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -15,7 +16,7 @@ import (
 // Such no-op rounds must not add events on the host pod (vCluster copies them to
 // the tenant's pod); a round that changes the pod, or a refusal, is explained.
 func TestVClusterUpdateEventsOnlyOnChange(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	src := newVClusterSource(t, "fraud", gpuvcValues)
 	manifest := testobj.Pod("vc-quiet", "default").GPUFraction("0.5").InPool("h100").TolerateEverything().Obj()

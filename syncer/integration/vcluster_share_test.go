@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
@@ -31,7 +32,7 @@ import (
 // reservation, a fourth gets a second, a gpu-memory pod fills the room left on
 // it; the reservations go once the pods are gone.
 func TestVClusterFractionsShareReservations(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	startShareController(ctx, t)
 	src := newVClusterSource(t, "fraud", gpuvcValues)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/vcsync"
@@ -39,7 +40,7 @@ func vclusterMetadataKept(t *testing.T, sent, stored *corev1.Pod) {
 }
 
 func TestVClusterPodsRunInPool(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	cases := []struct {
 		team     string
 		manifest *testobj.PodWrapper
@@ -101,7 +102,7 @@ func TestVClusterPodsRunInPool(t *testing.T) {
 // the chart's defaults (nothing fenced by vCluster): the webhook alone must stop
 // every attack, with the same layer and reason as for directly written pods.
 func TestVClusterAttacks(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	registerEvilWebhook(t)
 	for name, a := range attacks() {
 		t.Run(name, func(t *testing.T) {
@@ -144,7 +145,7 @@ func TestVClusterAttacks(t *testing.T) {
 // pool's nodes: a pod naming another node is not synced at all, and a tenant's
 // toleration for another pool still reaches the host, where the webhook removes it.
 func TestVClusterWithGpuvcValues(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	t.Run("nodeName outside the pool", func(t *testing.T) {
 		ctx := testContext(t)
 		src := newVClusterSource(t, "fraud", gpuvcValues)
@@ -185,7 +186,7 @@ func TestVClusterWithGpuvcValues(t *testing.T) {
 // tenant from choosing its GPU is the share controller, which refuses a share
 // ConfigMap synced by vCluster (syncer/share/bind.go, foreign).
 func TestVClusterShareConfigMapNameCollides(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	src := newVClusterSource(t, "fraud", gpuvcValues)
 	pod, err := createVia(ctx, t, src, testobj.Pod("vc-victim", "default").GPUFraction("0.5").EnvFromConfigMap("gpuvc-share-vc-victim").Obj())

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/vcsync"
@@ -117,7 +118,7 @@ func created(t *testing.T, src *vclusterSource, virtual *corev1.Pod) pairState {
 // touched by vCluster. The exchange settles: the last update vCluster sends is
 // stored unchanged.
 func TestVClusterUpdateKeepsGpuvcChanges(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	src := newVClusterSource(t, "fraud", gpuvcValues)
 	manifest := testobj.Pod("vc-upd", "default").GPUFraction("0.5").InPool("h100").TolerateEverything().Obj()
@@ -207,7 +208,7 @@ func TestVClusterUpdateKeepsGpuvcChanges(t *testing.T) {
 // as admitted on pods/resize, so the mapping holds and status syncs. An unmapped
 // pod (team fraud, whole GPU) syncs as before.
 func TestVClusterUpdateOfMappedPod(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	for _, c := range []struct {
 		team     string
 		manifest *corev1.Pod

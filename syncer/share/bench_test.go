@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
 )
 
@@ -13,7 +14,7 @@ import (
 // BenchmarkUngateLatency: create → gate removed for one 0.1 pod at a time
 // (bench.UngateLatency).
 func BenchmarkUngateLatency(b *testing.B) {
-	requireHost(b)
+	localcp.ForTest(b)
 	ctx := testContext(b, 10*time.Minute)
 	bench.UngateLatency(ctx, b, team(newTeam(ctx, b, "bench-latency", 8), 8))
 }
@@ -21,7 +22,7 @@ func BenchmarkUngateLatency(b *testing.B) {
 // BenchmarkBurst: bursts of share pods summing to at most 7 GPUs, quota 8
 // (bench.Burst): pods/s, latency, reservations against the lower bound.
 func BenchmarkBurst(b *testing.B) {
-	requireHost(b)
+	localcp.ForTest(b)
 	ctx := testContext(b, 20*time.Minute)
 	bench.Burst(ctx, b, team(newTeam(ctx, b, "bench-burst", 8), 8))
 }

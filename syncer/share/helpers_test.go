@@ -19,13 +19,6 @@ import (
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
-func requireHost(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs the local control plane (run without -short)")
-	}
-}
-
 func testContext(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)

@@ -112,7 +112,7 @@ func holdsOneGPU(p *corev1.Pod) bool {
 	n := int64(0)
 	for _, ctr := range p.Spec.Containers {
 		for name, q := range ctr.Resources.Limits {
-			if strings.HasPrefix(string(name), "nvidia.com/") {
+			if strings.HasPrefix(string(name), contract.NVIDIAPrefix) {
 				if name != contract.ResourceGPU {
 					return false
 				}

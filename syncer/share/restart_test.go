@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -22,7 +23,7 @@ import (
 // no reservation is left without a pod, and deleting the pods removes every
 // reservation.
 func TestRestartDuringChurn(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 5*time.Minute)
 	const quota = 6
 	ns := newTeam(ctx, t, "churn", quota)

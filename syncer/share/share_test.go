@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -34,7 +35,7 @@ func sampleCount(t *testing.T, o prometheus.Observer) uint64 {
 // on its reservation's node with its GPU in its ConfigMap; when the pods go, the
 // reservations and ConfigMaps go too.
 func TestFractionsShareOneReservation(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "pack", 4)
 
@@ -107,7 +108,7 @@ func TestFractionsShareOneReservation(t *testing.T) {
 // gpu-memory is converted with the node's nvidia.com/gpu.memory label: 40960 MiB
 // of an 81920 MiB A100 is half of it, so two such pods fill one GPU.
 func TestMemoryShare(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "memory", 2)
 
@@ -137,7 +138,7 @@ func TestMemoryShare(t *testing.T) {
 // with a Warning naming the quota and its numbers, and is served when room
 // frees: by a larger quota, or by another pod leaving.
 func TestQuotaKeepsPodGatedUntilRoomFrees(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "quota", 1)
 
@@ -178,7 +179,7 @@ func TestQuotaKeepsPodGatedUntilRoomFrees(t *testing.T) {
 
 // Team tight allows two pods per shared GPU: three small pods need two GPUs.
 func TestMaxPodsPerGPU(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "tight", 2)
 	for _, n := range []string{"a", "b", "c"} {
@@ -197,7 +198,7 @@ func TestMaxPodsPerGPU(t *testing.T) {
 // Quota held by a whole-GPU pod of the team: its deletion wakes the controller
 // and the gated share pod is served.
 func TestWholeGPUPodLeavingFreesQuota(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "whole", 1)
 	whole, err := env.cp.Client.CoreV1().Pods(ns).Create(ctx, testobj.Pod("whole", ns).GPUs("1").Obj(), metav1.CreateOptions{})
@@ -218,7 +219,7 @@ func TestWholeGPUPodLeavingFreesQuota(t *testing.T) {
 // to the pod it was computed from and refuses it on a pod recreated under the
 // same name.
 func TestPatchesOnlyTheSamePod(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, time.Minute)
 	ns := newTeam(ctx, t, "uid", 1)
 	p := createShare(ctx, t, ns, "p", "0.5")
@@ -245,7 +246,7 @@ func TestPatchesOnlyTheSamePod(t *testing.T) {
 // controller does not pile up more while it is; the pod that needs another GPU
 // is told why.
 func TestNoMoreReservationsWhileUnschedulable(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 2*time.Minute)
 	ns := testobj.TeamNamespace("nogpu", "system")
 	if _, err := env.cp.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -10,7 +10,7 @@ import (
 // manager labels it: gpuvc.dev/team and the team's node pool.
 func TeamNamespace(team, pool string) *corev1.Namespace {
 	return Namespace("team-"+team, map[string]string{
-		"gpuvc.dev/team":   team,
+		contract.LabelTeam: team,
 		contract.LabelPool: pool,
 	})
 }

@@ -65,5 +65,5 @@ func Resources(inv inventory.Inventory) []Resource {
 // endpoint names a resource's socket: nvidia.com/mig-1g.10gb →
 // gpuvc-mig-1g.10gb.sock.
 func endpoint(resource string) string {
-	return "gpuvc-" + strings.TrimPrefix(resource, "nvidia.com/") + ".sock"
+	return "gpuvc-" + strings.TrimPrefix(resource, contract.NVIDIAPrefix) + ".sock"
 }
