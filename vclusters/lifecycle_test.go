@@ -157,7 +157,7 @@ func TestLifecycleRealChart(t *testing.T) {
 		}
 		p := pods[0]
 		return p.Spec.NodeName == "system-0" && p.Status.Phase == corev1.PodRunning,
-			fmt.Sprintf("pod %s on %q phase %s conditions %v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions), nil
+			"pod " + p.Name + ": " + poll.DescribePod(&p), nil
 	})
 	r = waitReady(ctx, t, vc, spec)
 	require.Equal(t, vclusters.ReasonReady, r.Reason)
