@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/manager"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -502,7 +503,11 @@ func managerAllowed(ctx context.Context, t *testing.T, r request) bool {
 // the webhook.
 func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 	certDir := t.TempDir()
-	port := freePort(t)
+	ports, err := localcp.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ports[0]
 	bundle, err := servingcert.Generate([]net.IP{net.ParseIP("127.0.0.1")}, nil, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -700,16 +705,6 @@ func pointWebhooksAt(ctx context.Context, t *testing.T, baseURL string, ca []byt
 		set(func(c *admissionregistrationv1.WebhookClientConfig) { *c = oldM },
 			func(c *admissionregistrationv1.WebhookClientConfig) { *c = oldV })
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // checkRealNodes: a vCluster that syncs the host's real nodes brings a ClusterRole.

@@ -418,9 +418,13 @@ type managerProc struct {
 func startManager(t *testing.T, cp *localcp.ControlPlane, name string) *managerProc {
 	t.Helper()
 	dir := t.TempDir()
+	ports, err := localcp.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	m := &managerProc{
 		name: name, exited: make(chan struct{}),
-		healthPort: freePort(t), webPort: freePort(t),
+		healthPort: ports[0], webPort: ports[1],
 		certDir: filepath.Join(dir, "serving-certs"), // created by the manager
 	}
 	spec, err := json.Marshal(childSpec{Kubeconfig: cp.Kubeconfig, Args: []string{
@@ -563,14 +567,4 @@ func der(t *testing.T, pemBytes []byte) []byte {
 		t.Fatalf("not PEM: %q", pemBytes)
 	}
 	return b.Bytes
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

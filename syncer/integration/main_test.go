@@ -120,10 +120,11 @@ func setUp(ctx context.Context, cp *localcp.ControlPlane) (stop func(), err erro
 	if err := bundle.WriteFiles(certDir); err != nil {
 		return stop, err
 	}
-	port, err := freePort()
+	ports, err := localcp.FreePorts(1)
 	if err != nil {
 		return stop, err
 	}
+	port := ports[0]
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir})
 	wh.Register(srv)
 	srv.Register(evilPath, &webhook.Admission{Handler: evilHandler{}})
@@ -163,15 +164,6 @@ func setUp(ctx context.Context, cp *localcp.ControlPlane) (stop func(), err erro
 		env.sources[team] = &directSource{client: c, hostNamespace: "team-" + team, vcluster: team}
 	}
 	return stop, waitForWebhook(ctx, cp)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // vclusterUser is the host identity of a team's vCluster syncer.
