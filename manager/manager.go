@@ -14,10 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,7 +25,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/manager/teampolicy"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -63,20 +62,12 @@ type Options struct {
 	Team         team.Options
 }
 
-// Scheme knows the built-in types and the Team API.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = gpuvcv1.AddToScheme(s)
-	return s
-}
-
 // New returns a controller manager running the Team reconciler and the pod
 // admission webhook against cfg.
 func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	managed := labels.SelectorFromSet(labels.Set{team.LabelManagedBy: "gpuvc"})
 	mgrOpts := ctrl.Options{
-		Scheme:                  Scheme(),
+		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthAddr,
 		LeaderElection:          opts.LeaderElection,
@@ -213,7 +204,7 @@ func addShareController(mgr ctrl.Manager, opts Options) error {
 		Teams:              teampolicy.Source{Reader: mgr.GetClient(), SystemPool: opts.SystemPool},
 		Metrics:            m,
 		Image:              opts.ReserveImage,
-		ServiceAccountName: team.ReserveServiceAccount,
+		ServiceAccountName: contract.ReserveServiceAccount,
 	})
 	if err != nil {
 		return err

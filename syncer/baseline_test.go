@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func addCaps(caps ...corev1.Capability) *corev1.Pod { return pod().AddCapabilities(caps...).Obj() }
@@ -167,7 +169,7 @@ func TestCheckSELinux(t *testing.T) {
 // and for a team whatever its Pod Security level — the webhook never reads it.
 func TestBaselineInChains(t *testing.T) {
 	sysAdmin := addCaps("SYS_ADMIN")
-	for name, chain := range map[string]Chain{"workload": createChain(RoleWorkload), "control plane": createChain(RoleControlPlane), "kubectl debug": ephemeralUpdate} {
+	for name, chain := range map[string]Chain{"workload": createChain(contract.RoleWorkload), "control plane": createChain(contract.RoleControlPlane), "kubectl debug": ephemeralUpdate} {
 		in := input(sysAdmin.DeepCopy())
 		in.Trusted = true // gpuvc's own requests get no exemption either
 		if r := chain.Run(in); !slices.Contains(denialReasons(r), ReasonCapabilityNotAllowed) {

@@ -1,5 +1,7 @@
 package syncer
 
+import "github.com/gpuvc/gpuvc/manager/api/contract"
+
 // The chains, in order. Checks come first and refuse; mutations then bring the
 // pod in line. Security first (cheapest to explain), then placement, devices
 // and shares.
@@ -46,7 +48,7 @@ var ephemeralUpdate = Chain{Checks: concat(
 	[]Check{checkCapabilities, checkSeccomp, checkAppArmor, checkProcMount, checkHostProcess, checkSELinux})}
 
 func createChain(role string) Chain {
-	if role == RoleControlPlane {
+	if role == contract.RoleControlPlane {
 		return controlPlaneCreate
 	}
 	return workloadCreate

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 )
 
 func createNamespace(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) {

@@ -21,7 +21,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/images"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/localnode"
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 )
 
 func testContext(t *testing.T) context.Context {

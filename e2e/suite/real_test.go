@@ -16,7 +16,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/images"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 )
 
 // needsRunningContainers skips a test on a backend where no container runs.

@@ -51,10 +51,11 @@ func Start(ctx context.Context, cp *localcp.ControlPlane, opts team.Options) (*M
 	ctrl.SetLogger(logr.Discard())
 	// The pod webhook runs too, served on loopback and registered by URL, so team
 	// namespaces are fenced exactly as in a cluster.
-	port, err := freePort()
+	ports, err := localcp.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
+	port := ports[0]
 	certDir, err := os.MkdirTemp("", "gpuvc-webhook-")
 	if err != nil {
 		return nil, err
@@ -96,15 +97,6 @@ func waitServing(ctx context.Context, port int) error {
 		conn.Close()
 		return true, nil
 	})
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Stop stops the manager and waits for it to exit.

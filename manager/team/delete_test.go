@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 

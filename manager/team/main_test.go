@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/manager"
+	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/team"
 )
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, err
 		}
-		if c, err = client.New(cp.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
+		if c, err = client.New(cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
 			_ = mgr.Stop()
 			return nil, err
 		}

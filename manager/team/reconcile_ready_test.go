@@ -13,7 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/vclusters"
@@ -39,10 +40,10 @@ func TestReadyTeamReportsEverythingOnce(t *testing.T) {
 		gpuvcv1.ConditionReady:              isTrue("Ready"),
 	})
 	require.Equal(t, "team-ml", got.Status.Namespace)
-	require.Equal(t, team.KubeconfigSecretName, got.Status.KubeconfigSecret)
+	require.Equal(t, contract.KubeconfigSecretName, got.Status.KubeconfigSecret)
 	secret := &corev1.Secret{}
-	require.NoError(t, u.c.Get(context.Background(), inNS("team-ml", team.KubeconfigSecretName), secret))
-	require.Equal(t, vc.kubeconfig, secret.Data[team.KubeconfigSecretKey])
+	require.NoError(t, u.c.Get(context.Background(), inNS("team-ml", contract.KubeconfigSecretName), secret))
+	require.Equal(t, vc.kubeconfig, secret.Data[contract.KubeconfigSecretKey])
 	require.Equal(t, []string{"Normal ReleaseInstalled", "Normal Ready"}, eventKinds(u.drain()))
 
 	// Nothing changed: no new revision, and Ready is not announced again.

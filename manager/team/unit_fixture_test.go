@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/gpuvc/gpuvc/manager"
+	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/team"
 )
@@ -56,7 +56,7 @@ func newUnit(t *testing.T, vc *fakeVClusters, objs []client.Object, o ...unitOpt
 	}
 	cfg.opts.WaitInterval = waitInterval
 	c := fake.NewClientBuilder().
-		WithScheme(manager.Scheme()).
+		WithScheme(scheme.New()).
 		WithStatusSubresource(&gpuvcv1.Team{}).
 		// The fake's default (client-go's schemas first) fails to apply a
 		// NetworkPolicy: it adds "status": null, which that schema lacks.

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/syncer"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 )

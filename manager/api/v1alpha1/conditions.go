@@ -22,14 +22,12 @@ const (
 	ReasonUninstallFailed = "UninstallFailed"
 )
 
-// Labels gpuvc puts on host objects.
-const (
-	LabelTeam = "gpuvc.dev/team"
-	LabelPool = "gpuvc.dev/pool"
-)
-
 // Finalizer holds a Team until its host objects are gone.
 const Finalizer = "gpuvc.dev/team-cleanup"
 
 // HostNamespace is the host namespace of a team.
 func HostNamespace(team string) string { return "team-" + team }
+
+// ReleaseName is the vCluster Helm release of a team: the team's name, which keeps
+// host pod names (<pod>-x-<namespace>-x-<release>) short.
+func ReleaseName(t *Team) string { return t.Name }

@@ -169,7 +169,7 @@ func serverURLFunc(text string) (url func(*gpuvcv1.Team, team.ServiceAddress) st
 		return nil, false, fmt.Errorf("--team-server-url %q is not a valid template: %w", text, err)
 	}
 	data := func(t *gpuvcv1.Team, svc team.ServiceAddress) map[string]any {
-		return map[string]any{"Team": t.Name, "Namespace": gpuvcv1.HostNamespace(t.Name), "Release": team.ReleaseName(t),
+		return map[string]any{"Team": t.Name, "Namespace": gpuvcv1.HostNamespace(t.Name), "Release": gpuvcv1.ReleaseName(t),
 			"ServiceIP": svc.ClusterIP, "NodePort": svc.NodePort}
 	}
 	// Two probes with different Service addresses tell whether the template uses them.
