@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // otherPools are pools a fuzzed pod may try to reach; the policy's pool is a100.
@@ -25,7 +27,9 @@ func FuzzCreateChain(f *testing.F) {
 	f.Fuzz(func(t *testing.T, gpus, migProfile, migCount, fraction, memory, env, tolerate string, shape uint8, privileged bool) {
 		p := pod()
 		if q, err := resource.ParseQuantity(gpus); err == nil && gpus != "" {
-			p = p.Edit(func(pod *corev1.Pod) { pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{ResourceGPU: q} })
+			p = p.Edit(func(pod *corev1.Pod) {
+				pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{contract.ResourceGPU: q}
+			})
 		}
 		if migProfile != "" {
 			if q, err := resource.ParseQuantity(migCount); err == nil {
@@ -50,9 +54,9 @@ func FuzzCreateChain(f *testing.F) {
 		case 1:
 			p = p.TolerateEverything()
 		case 2:
-			p = p.TolerateTaint(LabelPool, tolerate).NodeSelector(LabelPool, tolerate)
+			p = p.TolerateTaint(contract.LabelPool, tolerate).NodeSelector(contract.LabelPool, tolerate)
 		case 3:
-			p = p.Toleration(corev1.Toleration{Key: LabelPool, Operator: corev1.TolerationOpExists})
+			p = p.Toleration(corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpExists})
 		}
 		if privileged {
 			p = p.Privileged()
@@ -65,13 +69,13 @@ func FuzzCreateChain(f *testing.F) {
 		admitted := in.Pod
 		for _, tol := range admitted.Spec.Tolerations {
 			for _, other := range otherPools {
-				taint := &corev1.Taint{Key: LabelPool, Value: other, Effect: corev1.TaintEffectNoSchedule}
+				taint := &corev1.Taint{Key: contract.LabelPool, Value: other, Effect: corev1.TaintEffectNoSchedule}
 				if tol.ToleratesTaint(klog.Background(), taint, false) {
 					t.Fatalf("admitted pod tolerates pool %q's taint: %+v", other, tol)
 				}
 			}
 		}
-		if sel, ok := admitted.Spec.NodeSelector[LabelPool]; ok && sel != in.Policy.Pool {
+		if sel, ok := admitted.Spec.NodeSelector[contract.LabelPool]; ok && sel != in.Policy.Pool {
 			t.Fatalf("admitted pod selects pool %q, not %q", sel, in.Policy.Pool)
 		}
 		for _, c := range allContainers(admitted) {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 
@@ -67,13 +67,13 @@ func pools(globals *cli.Globals) completionFunc {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		nodes, err := mc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}).
-			List(ctx, metav1.ListOptions{LabelSelector: gpuvcv1.LabelPool})
+			List(ctx, metav1.ListOptions{LabelSelector: contract.LabelPool})
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		var names []string
 		for _, n := range nodes.Items {
-			p := n.Labels[gpuvcv1.LabelPool]
+			p := n.Labels[contract.LabelPool]
 			if p != "" && strings.HasPrefix(p, toComplete) && !slices.Contains(names, p) {
 				names = append(names, p)
 			}
