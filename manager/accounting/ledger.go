@@ -116,7 +116,7 @@ func (l *Ledger) credit(from, to time.Time, rates Rates) {
 // everything.
 func (l *Ledger) Prune(now time.Time, retention time.Duration) {
 	for h := range l.Hours {
-		if h.Add(time.Hour).Before(now.Add(-retention)) {
+		if !h.Add(time.Hour).After(now.Add(-retention)) {
 			delete(l.Hours, h)
 		}
 	}
