@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/gpuvc/gpuvc/manager/accounting"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/manager/teampolicy"
@@ -61,6 +62,8 @@ type Options struct {
 	// reserve); empty turns the share controller off.
 	ReserveImage string
 	Team         team.Options
+	// Accounting paces the GPU-time accounting (manager/accounting).
+	Accounting accounting.Options
 }
 
 // Scheme knows the built-in types and the Team API.
@@ -135,6 +138,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := metrics.Registry.Register(team.NewUsageCollector(mgr.GetCache())); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 		return nil, err
 	}
+	if err := addAccounting(mgr, opts.Accounting); err != nil {
+		return nil, err
+	}
 	if opts.WebhookPort != 0 {
 		if err := addWebhook(mgr, self, opts); err != nil {
 			return nil, err
@@ -174,6 +180,15 @@ func installCELFence(ctx context.Context, cfg *rest.Config, self string) error {
 		return err
 	}
 	return celpolicy.Install(ctx, cs, celpolicy.Options{ParamsWriters: []string{self}})
+}
+
+// addAccounting runs the GPU-time accountant on the leader and exports its
+// counter.
+func addAccounting(mgr ctrl.Manager, opts accounting.Options) error {
+	if err := accounting.Register(metrics.Registry); err != nil {
+		return err
+	}
+	return mgr.Add(accounting.New(mgr.GetClient(), mgr.GetAPIReader(), opts))
 }
 
 // addWebhook registers the syncer's pod webhook. The manager's own identity is
