@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -22,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -64,6 +66,9 @@ type Options struct {
 	Team         team.Options
 	// Accounting paces the GPU-time accounting (manager/accounting).
 	Accounting accounting.Options
+	// SkipNameValidation lets a process run a second manager after the first
+	// (tests that restart the manager).
+	SkipNameValidation bool
 }
 
 // Scheme knows the built-in types and the Team API.
@@ -85,6 +90,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "gpuvc-manager.gpuvc.dev",
 		LeaderElectionNamespace: opts.LeaderElectionNS,
+		Controller:              config.Controller{SkipNameValidation: &opts.SkipNameValidation},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// Only the manager's own Secrets: caching every Secret of the host
 			// would cost memory and read access it does not need.
@@ -214,10 +220,14 @@ func addWebhook(mgr ctrl.Manager, self string, opts Options) error {
 	return nil
 }
 
+// shareMetrics registers the share controller's metrics once per process: a
+// second manager (tests that restart it) reuses them.
+var shareMetrics = sync.OnceValues(func() (*share.Metrics, error) { return share.NewMetrics(metrics.Registry) })
+
 // addShareController serves fractional GPU requests with reservation pods in each
 // team's namespace.
 func addShareController(mgr ctrl.Manager, opts Options) error {
-	m, err := share.NewMetrics(metrics.Registry)
+	m, err := shareMetrics()
 	if err != nil {
 		return err
 	}

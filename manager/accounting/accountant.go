@@ -137,6 +137,13 @@ func (a *Accountant) sampleTeam(ctx context.Context, t *gpuvcv1.Team, nodes map[
 	a.mu.Unlock()
 	if tl == nil || tl.uid != t.UID {
 		saved, err := loadLedger(ctx, a.reader, ns)
+		var corrupt *decodeError
+		if errors.As(err, &corrupt) {
+			// Unreadable: nothing can be recovered from it; count afresh (it is
+			// overwritten) rather than never again.
+			log.FromContext(ctx).Error(err, "GPU accounting checkpoint unreadable; counting starts again", "team", t.Name)
+			saved, err = nil, nil
+		}
 		if err != nil {
 			return err // not counted now: the next sample integrates from the checkpoint
 		}

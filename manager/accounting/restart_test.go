@@ -173,7 +173,7 @@ func createPod(ctx context.Context, t *testing.T, pod *corev1.Pod) {
 	require.NoError(t, err, "creating pod %s/%s: %v", pod.Namespace, pod.Name, last)
 }
 
-// waitHolding waits until the namespace has n pods bound and running.
+// waitHolding waits until the namespace has n GPU pods bound and running.
 func waitHolding(ctx context.Context, t *testing.T, namespace string, n int) {
 	t.Helper()
 	var desc string
@@ -187,7 +187,8 @@ func waitHolding(ctx context.Context, t *testing.T, namespace string, n int) {
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			desc += fmt.Sprintf(" %s(node=%q phase=%s)", p.Name, p.Spec.NodeName, p.Status.Phase)
-			if accounting.Holds(p) && p.Status.Phase == corev1.PodRunning {
+			gpus := accounting.TeamRates([]corev1.Pod{*p}, nil, "any") // not the vCluster's own pods
+			if accounting.Holds(p) && p.Status.Phase == corev1.PodRunning && len(gpus) > 0 {
 				held++
 			}
 		}

@@ -42,10 +42,15 @@ func loadLedger(ctx context.Context, r client.Reader, namespace string) (*Ledger
 func DecodeLedger(cm *corev1.ConfigMap) (*Ledger, error) {
 	l := &Ledger{}
 	if err := json.Unmarshal([]byte(cm.Data[DataKey]), l); err != nil {
-		return nil, fmt.Errorf("reading GPU accounting ledger %s/%s: %w", cm.Namespace, cm.Name, err)
+		return nil, &decodeError{fmt.Errorf("reading GPU accounting ledger %s/%s: %w", cm.Namespace, cm.Name, err)}
 	}
 	return l, nil
 }
+
+// decodeError is a checkpoint that cannot be read.
+type decodeError struct{ error }
+
+func (e *decodeError) Unwrap() error { return e.error }
 
 // saveLedger writes a team's checkpoint, creating it the first time. A namespace
 // that does not exist yet (or any more) is not an error: there is nothing to keep.
@@ -68,8 +73,9 @@ func saveLedger(ctx context.Context, c client.Client, team, namespace string, l 
 	if apierrors.IsNotFound(err) {
 		err = c.Create(ctx, cm)
 	}
-	if apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) {
-		return nil // namespace missing; or created between patch and create: next sample patches it
+	if apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) ||
+		apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return nil // namespace missing or going; or created meanwhile: the next sample patches it
 	}
 	return err
 }

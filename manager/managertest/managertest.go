@@ -82,6 +82,8 @@ func StartWith(ctx context.Context, cp *localcp.ControlPlane, o Options) (*Manag
 		ReserveImage: "gpuvc.test/gpuvc:test",
 		Team:         opts,
 		Accounting:   o.Accounting,
+		// A test may stop the manager and start another in the same process.
+		SkipNameValidation: true,
 	})
 	if err != nil {
 		return nil, err
