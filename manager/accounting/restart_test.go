@@ -19,6 +19,7 @@ import (
 	"github.com/gpuvc/gpuvc/manager/accounting"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/managertest"
+	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 
 const interval = time.Minute
@@ -261,6 +262,21 @@ func TestGPUSecondsSurviveRestart(t *testing.T) {
 	requireTotals(t, got, base, rates, 7200+1800+3600)
 	require.InDelta(t, got["acct-b"].Totals[key("a100", accounting.KindFraction)],
 		metricValue(t, "acct-b", key("a100", accounting.KindFraction)), 1e-6, "the counter continues after the restart")
+
+	// What `gpuvc team usage` reads agrees with the checkpoints.
+	tc, err := teamctl.New(host.Config)
+	require.NoError(t, err)
+	u, err := tc.Usage(ctx, 0, time.Now())
+	require.NoError(t, err)
+	hours := map[string]float64{}
+	for _, r := range u.Rows {
+		hours[r.Team+" "+r.Pool+"/"+r.Kind] = r.GPUHours
+	}
+	for tm, r := range rates {
+		for k := range r {
+			require.InDelta(t, got[tm].Totals[k]/3600, hours[tm+" "+k.String()], 1e-9, "usage of %s %s", tm, k)
+		}
+	}
 
 	// A pod that stops is counted until the first sample that no longer sees it.
 	require.NoError(t, c.Delete(ctx, testobj.Pod("train", "team-acct-a").Obj(), client.GracePeriodSeconds(0)))
