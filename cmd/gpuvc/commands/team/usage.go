@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/manager/accounting"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 
@@ -119,4 +121,27 @@ func printUsageCSV(w io.Writer, u *teamctl.Usage) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// gpuTimeLine summarises status.gpuSeconds for `team get`: GPU-hours in total and
+// per kind, and since when.
+func gpuTimeLine(g *gpuvcv1.GPUSeconds) string {
+	if g == nil {
+		return ""
+	}
+	perKind := map[string]int64{}
+	for _, k := range g.ByKind {
+		perKind[k.Kind] += k.Seconds
+	}
+	var parts []string
+	for _, kind := range usageKinds {
+		if perKind[kind] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", kind, float64(perKind[kind])/3600))
+		}
+	}
+	line := fmt.Sprintf("%.2f GPU-hours since %s", float64(g.Total)/3600, g.Since.UTC().Format(time.RFC3339))
+	if len(parts) > 0 {
+		line += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return line
 }
