@@ -171,7 +171,12 @@ func (a *Accountant) sampleTeam(ctx context.Context, t *gpuvcv1.Team, nodes map[
 	if now.Sub(tl.statusAt) < a.opts.StatusInterval {
 		return nil
 	}
-	if err := patchStatus(ctx, a.client, t.Name, statusOf(tl.Ledger)); err != nil {
+	s := statusOf(tl.Ledger)
+	// An idle team's counts do not change: no write, no reconcile of its Team.
+	if t.Status.GPUSeconds != nil && sameCounts(t.Status.GPUSeconds, s) {
+		return nil
+	}
+	if err := patchStatus(ctx, a.client, t.Name, s); err != nil {
 		return err
 	}
 	tl.statusAt = now

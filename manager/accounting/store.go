@@ -93,6 +93,12 @@ func statusOf(l *Ledger) *gpuvcv1.GPUSeconds {
 	return s
 }
 
+// sameCounts reports whether two summaries count the same since the same second
+// (the API keeps times to the second).
+func sameCounts(a, b *gpuvcv1.GPUSeconds) bool {
+	return a.Since.Unix() == b.Since.Unix() && a.Total == b.Total && slices.Equal(a.ByKind, b.ByKind)
+}
+
 // patchStatus writes status.gpuSeconds alone, so it never races the Team
 // reconciler's own status patches.
 func patchStatus(ctx context.Context, c client.Client, team string, s *gpuvcv1.GPUSeconds) error {

@@ -212,7 +212,7 @@ type TeamStatus struct {
 	GPUUsage *GPUUsage `json:"gpuUsage,omitempty"`
 
 	// GPUSeconds is the GPU time the team's pods held, integrated by the manager
-	// (package manager/accounting); written every few minutes.
+	// (package manager/accounting); written every few minutes when it changed.
 	// +optional
 	GPUSeconds *GPUSeconds `json:"gpuSeconds,omitempty"`
 }
@@ -222,7 +222,8 @@ type TeamStatus struct {
 type GPUSeconds struct {
 	// Since is when the manager started counting for this team.
 	Since metav1.Time `json:"since"`
-	// SampledAt is the sample the counts run up to.
+	// SampledAt is the sample the counts run up to (not rewritten while they do
+	// not change).
 	SampledAt metav1.Time `json:"sampledAt"`
 	// Total is the GPU time the team held, over all pools and kinds.
 	Total int64 `json:"total"`
