@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -69,11 +68,6 @@ type teamLedger struct {
 // New returns an Accountant; add it to a manager with mgr.Add.
 func New(c client.Client, reader client.Reader, opts Options) *Accountant {
 	return &Accountant{client: c, reader: reader, opts: opts.withDefaults(), ledgers: map[string]*teamLedger{}}
-}
-
-// SetupWithManager adds the Accountant to mgr and exports its counter.
-func (a *Accountant) SetupWithManager(mgr ctrl.Manager) error {
-	return mgr.Add(a)
 }
 
 // Start samples at once and then every Interval until ctx ends.
