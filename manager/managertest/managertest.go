@@ -18,6 +18,7 @@ import (
 	"github.com/gpuvc/gpuvc/charts"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/manager"
+	"github.com/gpuvc/gpuvc/manager/accounting"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/vclusters"
 	"github.com/gpuvc/gpuvc/vclusters/vclusterstest"
@@ -30,10 +31,22 @@ type Manager struct {
 	certDir string
 }
 
+// Options are the parts of the manager's options tests choose.
+type Options struct {
+	Team       team.Options
+	Accounting accounting.Options
+}
+
 // Start installs the CRDs on cp and runs the manager until Stop. Team options not
 // set are filled for tests: the vCluster chart of the module cache, ephemeral
 // datastores, and a short wait interval.
 func Start(ctx context.Context, cp *localcp.ControlPlane, opts team.Options) (*Manager, error) {
+	return StartWith(ctx, cp, Options{Team: opts})
+}
+
+// StartWith is Start with more of the manager's options.
+func StartWith(ctx context.Context, cp *localcp.ControlPlane, o Options) (*Manager, error) {
+	opts := o.Team
 	if err := charts.InstallCRDs(ctx, cp.Config); err != nil {
 		return nil, err
 	}
@@ -69,6 +82,9 @@ func Start(ctx context.Context, cp *localcp.ControlPlane, opts team.Options) (*M
 		// kwok runs no container: the image only has to be named.
 		ReserveImage: "gpuvc.test/gpuvc:test",
 		Team:         opts,
+		Accounting:   o.Accounting,
+		// A test may stop the manager and start another in the same process.
+		SkipNameValidation: true,
 	})
 	if err != nil {
 		return nil, err

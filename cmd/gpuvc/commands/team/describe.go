@@ -46,6 +46,9 @@ func describe(w io.Writer, t *gpuvcv1.Team, now time.Time) {
 		line("  Per pod", "not limited")
 	}
 	line("Sharing", "%s", sharingLine(t.Spec.GPUSharing))
+	if g := gpuTimeLine(t.Status.GPUSeconds); g != "" {
+		line("GPU time", "%s", g)
+	}
 	line("PodSecurity", "%s", podSecurityLine(t.Spec.PodSecurity))
 	line("Network", "%s", networkLine(t.Spec.Network))
 	line("Kubeconfig", "%s", kubeconfigLine(t))

@@ -27,6 +27,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 		newGetCommand(streams, globals),
 		withTeamNames(newDeleteCommand(streams, globals), globals, 0),
 		withTeamNames(newKubeconfigCommand(streams, globals), globals, 1),
+		newUsageCommand(streams, globals),
 	)
 	return cmd
 }
