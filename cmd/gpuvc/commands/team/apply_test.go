@@ -35,7 +35,7 @@ func TestApplyCreatesConfiguresAndLeavesAlone(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "teams.yaml", twoTeams)
 	writeFile(t, dir, "README.md", "not a manifest: ignored")
-	t.Cleanup(func() { gpuvc(t, "team", "delete", "lab", "ads") })
+	t.Cleanup(func() { gpuvc(t, "team", "delete", "lab", "ads", "--wait", "--timeout", "1m") }) // the next test may reuse the names
 
 	r := gpuvc(t, "team", "apply", "-f", dir)
 	require.Equal(t, 0, r.code, r.errOut)
@@ -118,7 +118,7 @@ func TestApplyAppliesNothingWhenOneTeamIsInvalid(t *testing.T) {
 	writeFile(t, dir, "good.yaml", twoTeams)
 	writeFile(t, dir, "bad.yaml", "apiVersion: gpuvc.dev/v1alpha1\nkind: Team\nmetadata: {name: bad}\n"+
 		"spec: {pool: a100, quota: {}, network: {allowedEgressCIDRs: [10.0.0.0/33]}}\n")
-	t.Cleanup(func() { gpuvc(t, "team", "delete", "lab", "ads", "bad") })
+	t.Cleanup(func() { gpuvc(t, "team", "delete", "lab", "ads", "bad", "--wait", "--timeout", "1m") }) // the next test may reuse the names
 
 	r := gpuvc(t, "team", "apply", "-f", dir)
 	require.Equal(t, 1, r.code)

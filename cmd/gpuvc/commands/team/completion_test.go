@@ -41,7 +41,7 @@ func TestCompletionIsQuietWithoutACluster(t *testing.T) {
 func TestCompleteTeamNamesAndPools(t *testing.T) {
 	integration(t)
 	dir := t.TempDir()
-	t.Cleanup(func() { gpuvc(t, "team", "delete", "lab", "ads") })
+	t.Cleanup(func() { gpuvc(t, "team", "delete", "lab", "ads", "--wait", "--timeout", "1m") }) // the next test may reuse the names
 	r := gpuvc(t, "team", "apply", "-f", writeFile(t, dir, "teams.yaml", twoTeams))
 	require.Equal(t, 0, r.code, r.errOut)
 

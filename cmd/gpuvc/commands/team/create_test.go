@@ -146,7 +146,7 @@ func TestKubeconfigBeforeReadySaysWhy(t *testing.T) {
 	integration(t)
 	r := gpuvc(t, "team", "create", "early", "--pool", "a100")
 	require.Equal(t, 0, r.code, r.errOut)
-	t.Cleanup(func() { gpuvc(t, "team", "delete", "early") })
+	t.Cleanup(func() { gpuvc(t, "team", "delete", "early", "--wait", "--timeout", "1m") }) // the next test may reuse the names
 	r = gpuvc(t, "team", "kubeconfig", "early")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.errOut, "team early has no kubeconfig yet")
