@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuvc/gpuvc/e2e/images"
+	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/trial"
 	"github.com/gpuvc/gpuvc/vclusters/vclusterstest"
 )

@@ -6,8 +6,9 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/gpuvc/gpuvc/e2e/images"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/vclusters/vclusterstest"
 )
 
@@ -53,7 +54,7 @@ func realImages(ctx context.Context, gpuvcBin string) ([]string, error) {
 		pause,
 		gpuvc,
 		images.VCluster(images.VClusterInputs{Binary: imgBins.VCluster, Runs: distro.Binaries()}),
-		images.Kubernetes(localcp.KubernetesVersion, distro),
+		images.Kubernetes(localcluster.KubernetesVersion, distro),
 		images.CoreDNS(imgBins.CoreDNS),
 		images.Workload(""),
 	}

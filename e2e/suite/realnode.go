@@ -13,10 +13,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuvc/gpuvc/e2e/images"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/localnode"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/kind/localcluster/images"
+	"github.com/gpuvc/gpuvc/kind/localnode"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 )
 
@@ -44,7 +45,7 @@ var realNodeGPUs = inventory.Spec{
 // for real and exports a kubeconfig that works from this machine.
 type realBackend struct {
 	host *localnode.Host
-	cp   *localcp.ControlPlane
+	cp   *localcluster.ControlPlane
 	node *localnode.Node
 	// shim is the containerd shim executable: no process may run it after Stop.
 	shim     string
@@ -78,7 +79,7 @@ func startReal(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	b.shim = nodeBins.ContainerdShim
 	// The control plane first, then the node's slot: every package that runs a real
 	// node takes the two locks in this order.
-	if b.cp, err = localcp.Start(ctx, localcp.Options{NodeIP: localnode.NodeIP, Pools: gpuPools(), Log: logWriter}); err != nil {
+	if b.cp, err = localcp.Start(ctx, localcluster.Options{NodeIP: localnode.NodeIP, Pools: gpuPools(), Log: logWriter}); err != nil {
 		return nil, err
 	}
 	if b.host, err = localnode.Acquire(ctx, logWriter); err != nil {
@@ -139,7 +140,7 @@ vcluster:
           image: {tag: %s}
 certManager: {enabled: false}
 agent: {enabled: false}
-`, repo, tag, vclusterChartInImage, localcp.KubernetesVersion)
+`, repo, tag, vclusterChartInImage, localcluster.KubernetesVersion)
 }
 
 // install runs `gpuvc install` as a platform engineer would.
@@ -197,7 +198,7 @@ func (b *realBackend) Stop() error {
 		errs = append(errs, b.host.Release())
 	}
 	for name, pid := range pids {
-		if localcp.Alive(pid) {
+		if localcluster.Alive(pid) {
 			errs = append(errs, fmt.Errorf("%s (pid %d) still runs after Stop", name, pid))
 		}
 	}

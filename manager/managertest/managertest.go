@@ -16,7 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gpuvc/gpuvc/charts"
-	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/vclusters"
@@ -33,7 +33,7 @@ type Manager struct {
 // Start installs the CRDs on cp and runs the manager until Stop. Team options not
 // set are filled for tests: the vCluster chart of the module cache, ephemeral
 // datastores, and a short wait interval.
-func Start(ctx context.Context, cp *localcp.ControlPlane, opts team.Options) (*Manager, error) {
+func Start(ctx context.Context, cp *localcluster.ControlPlane, opts team.Options) (*Manager, error) {
 	if err := charts.InstallCRDs(ctx, cp.Config); err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
@@ -40,7 +41,7 @@ const (
 
 // env is what TestMain set up.
 var env struct {
-	cp *localcp.ControlPlane
+	cp *localcluster.ControlPlane
 	// tenant acts as the team's vCluster syncer on the host: the identity every
 	// tenant pod arrives with.
 	tenant kubernetes.Interface
@@ -60,7 +61,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	started := time.Now()
-	cp, err := localcp.Start(ctx, localcp.Options{Log: os.Stderr})
+	cp, err := localcp.Start(ctx, localcluster.Options{Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
 		return 1

@@ -27,6 +27,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
@@ -43,7 +44,7 @@ const (
 
 // env is what TestMain set up for the tests.
 var env struct {
-	cp      *localcp.ControlPlane
+	cp      *localcluster.ControlPlane
 	metrics *syncer.Metrics
 	// share acts as the share controller (a TrustedUser of the webhook).
 	share kubernetes.Interface
@@ -81,7 +82,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	cp, err := localcp.Start(ctx, localcp.Options{Log: os.Stderr})
+	cp, err := localcp.Start(ctx, localcluster.Options{Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
 		return 1
@@ -106,7 +107,7 @@ func run(m *testing.M) int {
 
 // setUp starts the webhook server on a loopback port, registers it with the API
 // server and creates the team namespaces.
-func setUp(ctx context.Context, cp *localcp.ControlPlane) (stop func(), err error) {
+func setUp(ctx context.Context, cp *localcluster.ControlPlane) (stop func(), err error) {
 	reader, err := client.New(cp.Config, client.Options{})
 	if err != nil {
 		return nil, err
@@ -214,7 +215,7 @@ func impersonate(cfg *rest.Config, user string) (kubernetes.Interface, error) {
 // createNamespaces creates the team namespaces, a plain one, and RBAC: each
 // vCluster may manage pods in its own namespace, the share controller
 // everywhere.
-func createNamespaces(ctx context.Context, cp *localcp.ControlPlane) error {
+func createNamespaces(ctx context.Context, cp *localcluster.ControlPlane) error {
 	c := cp.Client
 	podRules := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "pods/ephemeralcontainers", "configmaps"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
@@ -264,7 +265,7 @@ func createNamespaces(ctx context.Context, cp *localcp.ControlPlane) error {
 
 // waitForWebhook polls with dry-run creates until the API server calls both
 // webhooks (it learns about configurations asynchronously).
-func waitForWebhook(ctx context.Context, cp *localcp.ControlPlane) error {
+func waitForWebhook(ctx context.Context, cp *localcluster.ControlPlane) error {
 	mutated, validated := env.metrics.Requests.WithLabelValues("fraud", "mutate", "create", "patched"), env.metrics.Requests.WithLabelValues("fraud", "validate", "create", "allowed")
 	probe := testobj.Pod("probe", "team-fraud").Obj()
 	var last error

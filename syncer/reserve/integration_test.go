@@ -38,12 +38,13 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/testobj"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/kind/deviceplugin/fakekubelet"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/syncer/nodeagent"
 	"github.com/gpuvc/gpuvc/syncer/reserve"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{}, nil))
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, nil))
 }
 
 func testContext(t *testing.T) context.Context {
@@ -57,7 +58,7 @@ func testContext(t *testing.T) context.Context {
 // a ServiceAccount with the RBAC docs/agent.md documents for reservation pods
 // (get, patch pods in their namespace), and returns its name, a kubeconfig and
 // a client authenticated as that ServiceAccount.
-func reservationNamespace(ctx context.Context, t *testing.T, cp *localcp.ControlPlane, prefix string) (string, string, kubernetes.Interface) {
+func reservationNamespace(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane, prefix string) (string, string, kubernetes.Interface) {
 	t.Helper()
 	const sa = "gpuvc-reserve"
 	ns := prefix + "-" + utilrand.String(5)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/servingcert"
@@ -47,7 +48,7 @@ const (
 )
 
 var env struct {
-	cp      *localcp.ControlPlane
+	cp      *localcluster.ControlPlane
 	c       client.Client // admin
 	metrics *share.Metrics
 	ctrl    *running // the controller currently running
@@ -72,7 +73,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	cp, err := localcp.Start(ctx, localcp.Options{Log: os.Stderr})
+	cp, err := localcp.Start(ctx, localcluster.Options{Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
 		return 1

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 )
 
@@ -27,7 +28,7 @@ func newClusterCommand(streams cli.Streams) *cobra.Command {
 		Short: "Start, stop or locate the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok GPU nodes)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.PersistentFlags().StringVar(&flags.dir, "dir", filepath.Join(localcp.CacheDir(), "dev-cluster"),
+	cmd.PersistentFlags().StringVar(&flags.dir, "dir", filepath.Join(localcluster.CacheDir(), "dev-cluster"),
 		"folder holding the cluster's PKI, kubeconfig, data and logs")
 	cmd.AddCommand(
 		&cobra.Command{
@@ -67,7 +68,7 @@ func clusterUp(ctx context.Context, streams cli.Streams, flags *clusterFlags) er
 	if err := os.MkdirAll(flags.dir, 0o700); err != nil {
 		return err
 	}
-	cp, err := localcp.Start(ctx, localcp.Options{Dir: flags.dir, Detached: true, Log: streams.ErrOut})
+	cp, err := localcp.Start(ctx, localcluster.Options{Dir: flags.dir, Detached: true, Log: streams.ErrOut})
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func clusterUp(ctx context.Context, streams cli.Streams, flags *clusterFlags) er
 }
 
 func clusterDown(streams cli.Streams, flags *clusterFlags) error {
-	err := localcp.StopDetached(flags.dir)
+	err := localcluster.StopDetached(flags.dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -98,7 +99,7 @@ func clusterEnv(streams cli.Streams, flags *clusterFlags) error {
 	if !running(flags.dir) {
 		return fmt.Errorf("no local control plane is running in %s: start one with `gpuvc dev cluster up`", flags.dir)
 	}
-	s, err := localcp.ReadState(flags.dir)
+	s, err := localcluster.ReadState(flags.dir)
 	if err != nil {
 		return err
 	}
@@ -108,10 +109,10 @@ func clusterEnv(streams cli.Streams, flags *clusterFlags) error {
 
 // running reports whether the folder records a control plane whose API server lives.
 func running(dir string) bool {
-	s, err := localcp.ReadState(dir)
+	s, err := localcluster.ReadState(dir)
 	if err != nil {
 		return false
 	}
-	pid, ok := s.PIDs[string(localcp.APIServer)]
-	return ok && localcp.Alive(pid)
+	pid, ok := s.PIDs[string(localcluster.APIServer)]
+	return ok && localcluster.Alive(pid)
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/root"
-	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 )
 
 func run(args ...string) (string, string, int) {
@@ -51,12 +51,12 @@ func TestDevClusterUpEnvDown(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, errOut, "already running")
 
-	state, err := localcp.ReadState(dir)
+	state, err := localcluster.ReadState(dir)
 	require.NoError(t, err)
 	_, _, code = run("dev", "cluster", "down", "--dir", dir)
 	require.Equal(t, 0, code)
 	for name, pid := range state.PIDs {
-		require.False(t, localcp.Alive(pid), "%s (pid %d) survived down", name, pid)
+		require.False(t, localcluster.Alive(pid), "%s (pid %d) survived down", name, pid)
 	}
 	_, errOut, code = run("dev", "cluster", "env", "--dir", dir)
 	require.Equal(t, 1, code)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/version"
-	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/trial"
 )
 
@@ -51,7 +51,7 @@ func newTrialCommand(streams cli.Streams, docker trial.DockerCheck) *cobra.Comma
 		Args: cobra.NoArgs,
 	}
 	cmd.PersistentFlags().StringVar(&f.name, "name", trial.DefaultName, "name of the kind cluster")
-	cmd.PersistentFlags().StringVar(&f.dir, "dir", filepath.Join(localcp.CacheDir(), "trial"),
+	cmd.PersistentFlags().StringVar(&f.dir, "dir", filepath.Join(localcluster.CacheDir(), "trial"),
 		"folder for the host and team kubeconfigs")
 	up := &cobra.Command{
 		Use:   "up",
