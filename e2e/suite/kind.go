@@ -87,7 +87,7 @@ func kindImages(ctx context.Context, gpuvcBin string) ([]string, error) {
 		return nil, err
 	}
 	gpuvc := images.Gpuvc(images.GpuvcRef, gpuvcBin)
-	chartFiles, err := filesUnder(chart, vclusterChartInImage)
+	chartFiles, err := images.FilesUnder(chart, vclusterChartInImage)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,9 @@ func (n *Node) serveGPUs() error {
 	if err := os.MkdirAll(deviceplugin.DefaultDir, 0o755); err != nil {
 		return err
 	}
+	if n.opts.GPUAgent != "" {
+		return n.startGPUAgent(spec)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.gpuDone = make(chan error, 1)
 	n.stopGPUs = func() {
@@ -77,4 +80,20 @@ func (n *Node) waitGPUs(ctx context.Context) error {
 		}
 		return true, nil
 	})
+}
+
+// startGPUAgent serves the simulated GPUs from a `gpuvc agent` daemon of the node
+// (same spec and seed, hence the same device IDs as n.Inventory), so they outlive
+// this program with a detached node. It publishes the inventory as an admin: the
+// node's own credentials may not write every label the agent sets.
+func (n *Node) startGPUAgent(spec inventory.Spec) error {
+	kubeconfig := n.path("gpu-agent.kubeconfig")
+	if err := n.cp.WriteKubeconfig(kubeconfig, "gpuvc:gpu-agent", "system:masters"); err != nil {
+		return err
+	}
+	args := []string{
+		"agent", "--kubeconfig", kubeconfig, "--node-name", n.Name,
+		"--simulate", spec.Flag(), "--device-plugin", "--device-plugin-dir", deviceplugin.DefaultDir,
+	}
+	return n.start(GPUAgent, n.opts.GPUAgent, args, nil)
 }

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -50,6 +52,10 @@ type nodeState struct {
 	// kube-proxy cleans its own rules.
 	Shim      string `json:"shim,omitempty"`
 	KubeProxy string `json:"kubeProxy,omitempty"`
+	// Detached nodes outlive the program that started them; PIDs are their
+	// daemons, so Acquire can tell a running detached node from a crashed run.
+	Detached bool           `json:"detached,omitempty"`
+	PIDs     map[string]int `json:"pids,omitempty"`
 }
 
 // Host is this machine's single slot for a real node: an exclusive lock, the node
@@ -90,6 +96,8 @@ func Acquire(ctx context.Context, log io.Writer) (h *Host, err error) {
 	}()
 	if old, err := readState(); err != nil {
 		return nil, err
+	} else if running := old.detachedRunning(); running != "" {
+		return nil, fmt.Errorf("localnode: a detached node (%s) runs on this machine: remove it first with `gpuvc dev trial down` or `gpuvc dev cluster down`", running)
 	} else if old != nil {
 		fmt.Fprintln(log, "localnode: removing what an earlier run left")
 		if err := cleanupHost(ctx, old); err != nil {
@@ -240,4 +248,76 @@ func cleanupHost(ctx context.Context, st *hostState) error {
 	}
 	errs = append(errs, restoreSysctls(st.Sysctls))
 	return errors.Join(errs...)
+}
+
+// recordPID records a daemon of n (detached nodes only need it, all get it).
+func (h *Host) recordPID(n *Node, name string, pid int) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.node != n || h.st.Node == nil {
+		return nil
+	}
+	if h.st.Node.PIDs == nil {
+		h.st.Node.PIDs = map[string]int{}
+	}
+	h.st.Node.PIDs[name] = pid
+	return h.save()
+}
+
+// detachedRunning names the live daemons of a detached node st records, or "".
+func (st *hostState) detachedRunning() string {
+	if st == nil || st.Node == nil || !st.Node.Detached {
+		return ""
+	}
+	var live []string
+	for name, pid := range st.Node.PIDs {
+		if alive(pid) {
+			live = append(live, fmt.Sprintf("%s %s pid %d", st.Node.Name, name, pid))
+		}
+	}
+	sort.Strings(live)
+	return strings.Join(live, ", ")
+}
+
+// Leave lets this program exit while its detached node keeps running: it drops
+// the lock and keeps the record, which Teardown (or a later Acquire, once the
+// node's daemons are gone) undoes.
+func (h *Host) Leave() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return nil
+	}
+	h.released = true
+	_ = syscall.Flock(int(h.lock.Fd()), syscall.LOCK_UN)
+	return h.lock.Close()
+}
+
+// Teardown removes everything a detached node and its host recorded — daemons,
+// containers and shims, mounts, cgroups, pod links, the bridge, iptables rules,
+// ipsets, nftables tables, sysctls, fixed paths, the node's folder — as Release
+// does in the program that started them. Nothing recorded: nothing to do.
+func Teardown(ctx context.Context, log io.Writer) error {
+	if log == nil {
+		log = io.Discard
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("localnode: removing a real node needs root")
+	}
+	lock, err := localcluster.LockExclusive(ctx, lockPath, "another real node runs on this machine")
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	st, err := readState()
+	if err != nil || st == nil {
+		return err
+	}
+	if st.Node != nil {
+		fmt.Fprintf(log, "localnode: removing node %s and everything it made\n", st.Node.Name)
+	}
+	if err := cleanupHost(ctx, st); err != nil {
+		return err
+	}
+	return os.RemoveAll(stateDir)
 }

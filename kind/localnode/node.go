@@ -54,6 +54,15 @@ type Options struct {
 	// Host is the machine slot to run on. Nil: Start acquires one and Stop
 	// releases it.
 	Host *Host
+	// Detached lets the node's daemons outlive this program (`gpuvc dev cluster
+	// up`, the Docker-less trial): they get their own session and no parent-death
+	// signal. Leave then lets the program exit with the node running; Teardown,
+	// from any later program, removes it.
+	Detached bool
+	// GPUAgent, if set, is a gpuvc binary whose `gpuvc agent --simulate ...
+	// --device-plugin` serves GPUs as a daemon of the node instead of this program
+	// (needed when Detached). It also publishes the inventory on the Node.
+	GPUAgent string
 	// Log receives progress lines. Nil discards them.
 	Log io.Writer
 }
@@ -94,6 +103,7 @@ const (
 	Kubelet    Component = "kubelet"
 	KubeProxy  Component = "kube-proxy"
 	KubeRouter Component = "kube-router"
+	GPUAgent   Component = "gpu-agent"
 )
 
 // fixedPaths are host paths outside the node's folder that the kubelet,
@@ -134,7 +144,7 @@ func Start(ctx context.Context, cp *localcluster.ControlPlane, bins *localcluste
 		}
 		n.ownHost = true
 	}
-	n.st = &nodeState{Name: n.Name, Dir: opts.Dir, Shim: bins.ContainerdShim, KubeProxy: bins.KubeProxy}
+	n.st = &nodeState{Name: n.Name, Dir: opts.Dir, Shim: bins.ContainerdShim, KubeProxy: bins.KubeProxy, Detached: opts.Detached}
 	if n.st.Dir == "" {
 		if n.st.Dir, err = os.MkdirTemp("", "gpuvc-node-"); err != nil {
 			return nil, err
@@ -277,12 +287,12 @@ func (n *Node) logf(format string, args ...any) {
 
 func (n *Node) start(c Component, bin string, args, env []string) error {
 	n.logf("starting %s", c)
-	p, err := startProcess(string(c), bin, args, env, n.path("logs"))
+	p, err := startProcess(string(c), bin, args, env, n.path("logs"), n.opts.Detached)
 	if err != nil {
 		return err
 	}
 	n.procs = append(n.procs, p)
-	return nil
+	return n.host.recordPID(n, string(c), p.pid())
 }
 
 // LogPath returns the log file of a component.

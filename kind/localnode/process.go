@@ -26,7 +26,8 @@ type process struct {
 // startProcess starts bin with args and extra environment. The child gets SIGKILL
 // when this program dies (Pdeathsig), like localcluster's components; what it forks off
 // on purpose (containerd's shims) is found and killed by Stop or the next Acquire.
-func startProcess(name, bin string, args, env []string, logDir string) (*process, error) {
+// A detached child gets its own session instead and outlives this program.
+func startProcess(name, bin string, args, env []string, logDir string, detached bool) (*process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -38,6 +39,9 @@ func startProcess(name, bin string, args, env []string, logDir string) (*process
 	cmd.Dir = logDir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if detached {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}

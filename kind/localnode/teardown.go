@@ -56,6 +56,16 @@ func (n *Node) stop() error {
 	return errors.Join(errs...)
 }
 
+// Leave lets this program exit while the detached node keeps running (Options.
+// Detached): it gives up the machine's node slot without stopping anything.
+// Teardown removes the node later.
+func (n *Node) Leave() error {
+	if !n.opts.Detached {
+		return errors.New("localnode: only a detached node can be left running")
+	}
+	return n.host.Leave()
+}
+
 func (n *Node) deleteNodeObject(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -27,16 +27,23 @@ func Pause(ctx context.Context, dir string) (Spec, error) {
 	if err != nil {
 		return Spec{}, err
 	}
+	return PauseSpec(bin), nil
+}
+
+// PauseSpec is the pause image of a pause program built already (the builder
+// records it in the manifest as localcluster.FilePause).
+func PauseSpec(bin string) Spec {
 	return Spec{
 		Ref:        PauseRef,
 		Files:      []File{{Source: bin, Path: "/pause", Mode: Executable}},
 		Entrypoint: []string{"/pause"},
 		User:       pauseUser,
-	}, nil
+	}
 }
 
-// BuildPause builds e2e/images/pause as a static binary (CGO_ENABLED=0: the image
-// has no libc) and returns its path under dir.
+// BuildPause builds the pause program beside this file as a static binary
+// (CGO_ENABLED=0: the image has no libc) and returns its path under dir. Only the
+// builder (`make binaries`) and tests call it: it needs the source tree and Go.
 func BuildPause(ctx context.Context, dir string) (string, error) {
 	src := pauseSource()
 	key, err := pauseKey(src)
