@@ -7,17 +7,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/localnode"
+	"github.com/gpuvc/gpuvc/kind/localstack"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 )
 
@@ -117,30 +118,14 @@ func gpuPools() []nodepool.Pool {
 	return pools
 }
 
-// realValues are the chart values of the suite: the locally built image (never
-// pulled), one manager replica rotating its own webhook certificate, vCluster's
-// chart from inside the image, ephemeral vClusters running the Kubernetes version
-// built here, and team kubeconfigs pointing at the control plane's ClusterIP
-// (this machine runs kube-proxy, so ClusterIPs route from here).
+// realValues are the chart values of the suite: those of the Docker-less trial
+// and `gpuvc dev cluster` (localstack.Values), as a values file.
 func realValues() string {
-	repo, tag, _ := strings.Cut(images.GpuvcRef, ":")
-	return fmt.Sprintf(`image: {repository: %s, tag: %q, pullPolicy: Never}
-manager:
-  replicas: 1
-  leaderElection: {enabled: false}
-  podDisruptionBudget: {enabled: false}
-  teamServerURL: "https://{{.ServiceIP}}"
-vcluster:
-  chart: {dir: %s}
-  ephemeral: true
-  values:
-    controlPlane:
-      distro:
-        k8s:
-          image: {tag: %s}
-certManager: {enabled: false}
-agent: {enabled: false}
-`, repo, tag, vclusterChartInImage, localcluster.KubernetesVersion)
+	b, err := yaml.Marshal(localstack.Values())
+	if err != nil {
+		panic(err) // plain maps of strings, numbers and booleans always marshal
+	}
+	return string(b)
 }
 
 // install runs `gpuvc install` as a platform engineer would.
