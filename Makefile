@@ -47,12 +47,15 @@ e2e: binaries ## End-to-end suites (local control plane; kind when a Docker engi
 bench: binaries ## Benchmarks: latency percentiles, throughput, GPUs held vs lower bound, RSS
 	$(GO) test -run '^$$' -bench . -benchmem -timeout $(TEST_TIMEOUT) ./...
 
-trial: build ## Try gpuvc on kind: simulated GPU nodes, gpuvc installed, two teams running GPU pods (needs a Docker engine; docs/trial.md)
-	@bin/gpuvc dev trial check
-	$(MAKE) --no-print-directory image
-	bin/gpuvc dev trial up --image $(IMAGE)
+trial: build ## Try gpuvc: gpuvc installed, two teams running GPU pods in their own clusters; without Docker (as root) on a local control plane with a real node, left running; kind where a Docker engine answers (docs/trial.md)
+	@backend=$$(bin/gpuvc dev trial check) || exit $$?; \
+	if [ "$$backend" = kind ]; then \
+		$(MAKE) --no-print-directory image && bin/gpuvc dev trial up --image $(IMAGE); \
+	else \
+		$(MAKE) --no-print-directory binaries && bin/gpuvc dev trial up --local; \
+	fi
 
-trial-down: build ## Delete the kind trial cluster (succeeds if there is none)
+trial-down: build ## Remove the trial: local cluster and real node (nothing left behind) or kind cluster (succeeds if there is none)
 	bin/gpuvc dev trial down
 
 lint: ## gofmt and go vet
