@@ -64,7 +64,9 @@ See docs/trial.md`, ErrCannotRun, dockerErr, why)
 // in Options.Dir. It needs root and the prebuilt binaries (`make binaries`).
 func UpLocal(ctx context.Context, opts Options) (*Result, error) {
 	opts.Image = images.GpuvcRef
-	if opts.WorkloadImage == "" {
+	// Nothing is pulled here: the demo pods run the busybox image built locally
+	// and imported into the node, unless the caller chose another imported one.
+	if opts.WorkloadImage == "" || opts.WorkloadImage == DefaultWorkloadImage {
 		opts.WorkloadImage = images.WorkloadRef
 	}
 	if err := opts.defaults(); err != nil {

@@ -231,12 +231,16 @@ func reachable(ctx context.Context, team, server string, log *progress) error {
 	if err != nil {
 		return fmt.Errorf("team %s: server %q: %w", team, server, err)
 	}
+	addr := u.Host
+	if u.Port() == "" { // https://<ClusterIP>, as the local trial's team servers are
+		addr = net.JoinHostPort(u.Hostname(), "443")
+	}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		conn, err := (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, "tcp", u.Host)
+		conn, err := (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, "tcp", addr)
 		if err != nil {
 			if last == nil {
-				log.printf("team %s: %s does not answer yet: %v", team, u.Host, err)
+				log.printf("team %s: %s does not answer yet: %v", team, addr, err)
 			}
 			last = err
 			return false, nil
