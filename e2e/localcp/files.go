@@ -26,7 +26,7 @@ func recordKwokStages() error {
 // recordImageFiles builds the pause program and lists it and vCluster's chart
 // (in the module cache) in the manifest: the images of a real node need them.
 func recordImageFiles(ctx context.Context) error {
-	pause, err := images.BuildPause(ctx, images.DefaultDir())
+	pause, err := BuildPause(ctx, images.DefaultDir())
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func setup(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 // buildImages builds (or finds cached) the pause and workload images.
 func buildImages(ctx context.Context) ([]string, error) {
 	dir := images.DefaultDir()
-	pause, err := images.Pause(ctx, dir)
+	pause, err := localcp.Pause(ctx, dir)
 	if err != nil {
 		return nil, err
 	}

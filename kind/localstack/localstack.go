@@ -223,4 +223,3 @@ func withoutPool(pools []nodepool.Pool, name string) []nodepool.Pool {
 	}
 	return out
 }
-

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 )
 
@@ -23,7 +24,7 @@ func TestPauseImage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	spec, err := images.Pause(ctx, dir)
+	spec, err := localcp.Pause(ctx, dir)
 	require.NoError(t, err)
 	require.Equal(t, "registry.k8s.io/pause:3.10", spec.Ref)
 	img := build(t, spec)
@@ -32,7 +33,7 @@ func TestPauseImage(t *testing.T) {
 	img.requireFile(t, "/pause", 0o755)
 	require.Len(t, img.entries, 1, "the pause image holds only the program")
 
-	bin, err := images.BuildPause(ctx, dir)
+	bin, err := localcp.BuildPause(ctx, dir)
 	require.NoError(t, err)
 	require.Equal(t, spec.Files[0].Source, bin, "built once, then reused")
 	f, err := elf.Open(bin)
@@ -49,7 +50,7 @@ func TestPauseProgram(t *testing.T) {
 	requireHostBusybox(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin, err := images.BuildPause(ctx, t.TempDir())
+	bin, err := localcp.BuildPause(ctx, t.TempDir())
 	require.NoError(t, err)
 
 	// The shell ignores SIGINT before exec'ing pause: Go then installs its SIGINT
