@@ -28,17 +28,7 @@ func TestDockerlessTrial(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the Docker-less trial needs root (containerd, runc, cgroups, iptables); run as root")
 	}
-	if l, err := net.Listen("tcp", ":6443"); err != nil {
-		t.Skipf("port 6443 is taken (a trial or another cluster with a real node runs here; `make trial-down` removes a trial): %v", err)
-	} else {
-		l.Close()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	if err := localcp.EnsureAll(ctx, os.Stderr); err != nil { // `make binaries`
-		t.Fatal(err)
-	}
-	gpuvc := buildGpuvc(t, ctx)
+	ctx, gpuvc := prepare(t)
 	dir := filepath.Join(t.TempDir(), "trial")
 
 	out, errOut, err := run(ctx, gpuvc, "dev", "trial", "up", "--local", "--dir", dir, "--timeout", "5m")
@@ -83,6 +73,23 @@ func TestDockerlessTrial(t *testing.T) {
 	}
 }
 
+// prepare skips where a real node cannot start, builds (once, cached) the
+// binaries as `make binaries` does and the gpuvc binary as `make build` does.
+func prepare(t *testing.T) (context.Context, string) {
+	t.Helper()
+	if l, err := net.Listen("tcp", ":6443"); err != nil {
+		t.Skipf("port 6443 is taken (a trial or another cluster with a real node runs here; `make trial-down` removes a trial): %v", err)
+	} else {
+		l.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	t.Cleanup(cancel)
+	if err := localcp.EnsureAll(ctx, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, buildGpuvc(t, ctx)
+}
+
 // down runs `gpuvc dev trial down` and checks that nothing is left.
 func down(t *testing.T, gpuvc, dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -90,22 +97,29 @@ func down(t *testing.T, gpuvc, dir string) {
 	if _, errOut, err := run(ctx, gpuvc, "dev", "trial", "down", "--dir", dir); err != nil {
 		t.Errorf("trial down: %v\n%s", err, errOut)
 	}
+	nothingLeft(t, ctx, dir)
+}
+
+// nothingLeft checks that no folder, node record, bridge, process or rule of a
+// real node started from dir remains.
+func nothingLeft(t *testing.T, ctx context.Context, dir string) {
+	t.Helper()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("trial down left %s (%v)", dir, err)
+		t.Errorf("down left %s (%v)", dir, err)
 	}
 	if _, err := os.Stat("/run/gpuvc-localnode"); !os.IsNotExist(err) {
-		t.Errorf("trial down left the node record /run/gpuvc-localnode (%v)", err)
+		t.Errorf("down left the node record /run/gpuvc-localnode (%v)", err)
 	}
 	if _, err := net.InterfaceByName("gpuvc0"); err == nil {
-		t.Error("trial down left the bridge gpuvc0")
+		t.Error("down left the bridge gpuvc0")
 	}
 	if left := processesMentioning(dir); len(left) > 0 {
-		t.Errorf("trial down left processes: %v", left)
+		t.Errorf("down left processes: %v", left)
 	}
 	if b, err := exec.CommandContext(ctx, "iptables-save").Output(); err == nil {
 		for _, chain := range []string{"KUBE-ROUTER", "KUBE-POD-FW", "KUBE-NWPLCY", "KUBE-SERVICES", "GPUVC"} {
 			if bytes.Contains(b, []byte(chain)) {
-				t.Errorf("trial down left iptables chains %s*", chain)
+				t.Errorf("down left iptables chains %s*", chain)
 			}
 		}
 	}
