@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -293,11 +294,13 @@ func (h *Host) Leave() error {
 	return h.lock.Close()
 }
 
-// Teardown removes everything a detached node and its host recorded — daemons,
-// containers and shims, mounts, cgroups, pod links, the bridge, iptables rules,
-// ipsets, nftables tables, sysctls, fixed paths, the node's folder — as Release
-// does in the program that started them. Nothing recorded: nothing to do.
-func Teardown(ctx context.Context, log io.Writer) error {
+// Teardown removes everything a detached node whose folder is nodeDir and its
+// host recorded — daemons, containers and shims, mounts, cgroups, pod links, the
+// bridge, iptables rules, ipsets, nftables tables, sysctls, fixed paths, the
+// node's folder — as Release does in the program that started them. Nothing
+// recorded: nothing to do. It refuses to remove another folder's node (one
+// real node per machine: the trial's and `gpuvc dev cluster`'s exclude each other).
+func Teardown(ctx context.Context, nodeDir string, log io.Writer) error {
 	if log == nil {
 		log = io.Discard
 	}
@@ -312,6 +315,9 @@ func Teardown(ctx context.Context, log io.Writer) error {
 	st, err := readState()
 	if err != nil || st == nil {
 		return err
+	}
+	if st.Node != nil && filepath.Clean(st.Node.Dir) != filepath.Clean(nodeDir) {
+		return fmt.Errorf("localnode: the real node on this machine runs from %s, not %s: remove it with the command that started it", st.Node.Dir, nodeDir)
 	}
 	if st.Node != nil {
 		fmt.Fprintf(log, "localnode: removing node %s and everything it made\n", st.Node.Name)

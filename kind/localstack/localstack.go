@@ -85,6 +85,10 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if opts.Dir == "" {
 		return nil, errors.New("localstack: Options.Dir is required")
 	}
+	// The node's teardown matches processes and mounts by this folder: absolute.
+	if opts.Dir, err = filepath.Abs(opts.Dir); err != nil {
+		return nil, err
+	}
 	log := opts.Log
 	if log == nil {
 		log = io.Discard
@@ -182,12 +186,16 @@ func (s *Stack) startReal(ctx context.Context, m *localcluster.Manifest, opts Op
 // this machine (processes, containers, mounts, cgroups, bridge, rules, paths),
 // the control plane's processes, and dir. Nothing there: nothing to do.
 func Down(ctx context.Context, dir string, log io.Writer) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	if HasRealNode(dir) {
 		if os.Geteuid() != 0 {
 			return fmt.Errorf("a real node runs from %s: removing it needs root", NodeDir(dir))
 		}
-		errs = append(errs, localnode.Teardown(ctx, log))
+		errs = append(errs, localnode.Teardown(ctx, NodeDir(dir), log))
 	}
 	if err := localcluster.StopDetached(ClusterDir(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
