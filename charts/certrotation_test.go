@@ -26,6 +26,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
 )
 
@@ -90,9 +92,13 @@ func checkSelfManagedCerts(ctx context.Context, t *testing.T) *corev1.Secret {
 	t.Helper()
 	sa := saConfig(ctx, t, ManagerServiceAccount, nil)
 	dir := t.TempDir()
+	ports, err := localcluster.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	child := managerChild{
 		Host: sa.Host, CAData: sa.CAData, CAFile: sa.CAFile, Token: sa.BearerToken,
-		CertDir: filepath.Join(dir, "serving-certs"), HealthPort: freePort(t), WebhookPort: freePort(t),
+		CertDir: filepath.Join(dir, "serving-certs"), HealthPort: ports[0], WebhookPort: ports[1],
 	}
 	spec, err := json.Marshal(child)
 	if err != nil {
@@ -136,7 +142,7 @@ func checkSelfManagedCerts(ctx context.Context, t *testing.T) *corev1.Secret {
 	}()
 
 	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", child.HealthPort)
-	poll(ctx, t, "the self-managed manager ready", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, 2*time.Minute, "the self-managed manager ready", func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-exited:
 			stopped = true

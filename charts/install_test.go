@@ -38,11 +38,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/servingcert"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/syncer"
-	"github.com/gpuvc/gpuvc/syncer/servingcert"
 	"github.com/gpuvc/gpuvc/vclusters"
 	"github.com/gpuvc/gpuvc/vclusters/vclusterstest"
 )
@@ -211,7 +215,7 @@ func installCertManagerCRDs(ctx context.Context, t *testing.T) {
 		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
-		poll(ctx, t, "CRD "+crd.Name+" established", func(ctx context.Context) (bool, error) {
+		poll.Until(ctx, t, 2*time.Minute, "CRD "+crd.Name+" established", func(ctx context.Context) (bool, error) {
 			got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -223,13 +227,6 @@ func installCertManagerCRDs(ctx context.Context, t *testing.T) {
 			}
 			return false, nil
 		})
-	}
-}
-
-func poll(ctx context.Context, t *testing.T, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 
@@ -308,7 +305,7 @@ func checkStoredWebhooks(ctx context.Context, t *testing.T) {
 		t.Error("failurePolicy is not Fail")
 	}
 	for _, sel := range []*metav1.LabelSelector{wm.NamespaceSelector, wv.NamespaceSelector} {
-		if len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Key != syncer.LabelTeam || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
+		if len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Key != contract.LabelTeam || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
 			t.Errorf("namespaceSelector %+v", sel)
 		}
 	}
@@ -319,7 +316,7 @@ func checkStoredWebhooks(ctx context.Context, t *testing.T) {
 		t.Errorf("annotations %v", m.Annotations)
 	}
 	// The agent's node fence: its CEL type-checks on this API server.
-	poll(ctx, t, "type checking of gpuvc-agent-node-fence", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, 2*time.Minute, "type checking of gpuvc-agent-node-fence", func(ctx context.Context) (bool, error) {
 		p, err := host.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "gpuvc-agent-node-fence", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -342,7 +339,7 @@ var gpuNodes = []string{"a100-0", "a100-mig-0", "h100-0"}
 // GPU pool node (tainted) and none in the system pool.
 func checkAgentScheduling(ctx context.Context, t *testing.T) {
 	var nodes []string
-	poll(ctx, t, "agent pods on the GPU nodes", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, 2*time.Minute, "agent pods on the GPU nodes", func(ctx context.Context) (bool, error) {
 		pods, err := host.Client.CoreV1().Pods(testNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=agent"})
 		if err != nil {
 			return false, err
@@ -386,7 +383,7 @@ func checkAgentFence(ctx context.Context, t *testing.T) {
 		return err
 	}
 	// The API server enforces a new policy once its informers have it.
-	poll(ctx, t, "the node fence to be enforced", func(context.Context) (bool, error) {
+	poll.Until(ctx, t, 2*time.Minute, "the node fence to be enforced", func(context.Context) (bool, error) {
 		return publish(agent, "h100-0", map[string]string{"nvidia.com/gpu.product": "probe"}, nil, true) != nil, nil
 	})
 	inventory := map[string]string{"gpuvc.dev/gpu-inventory": `{"gpus":[]}`}
@@ -506,7 +503,11 @@ func managerAllowed(ctx context.Context, t *testing.T, r request) bool {
 // the webhook.
 func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 	certDir := t.TempDir()
-	port := freePort(t)
+	ports, err := localcluster.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ports[0]
 	bundle, err := servingcert.Generate([]net.IP{net.ParseIP("127.0.0.1")}, nil, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -551,7 +552,7 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		}
 	}()
 
-	c, err := client.New(host.Config, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(host.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -589,7 +590,7 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		if host == nil || host.Status != metav1.ConditionTrue || vc == nil || vc.Reason == "ReleaseFailed" {
 			return false, nil
 		}
-		pods, err := hostClient().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: syncer.LabelTeam + "=fraud"})
+		pods, err := hostClient().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelTeam + "=fraud"})
 		if err != nil || len(pods.Items) == 0 {
 			return false, err
 		}
@@ -635,7 +636,7 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		}
 	}
 	// The reservation pods' account the manager creates per team (share controller).
-	if _, err := host.Client.RbacV1().RoleBindings(ns).Get(ctx, team.ReserveServiceAccount, metav1.GetOptions{}); err != nil {
+	if _, err := host.Client.RbacV1().RoleBindings(ns).Get(ctx, contract.ReserveServiceAccount, metav1.GetOptions{}); err != nil {
 		t.Errorf("reservation RBAC in %s: %v", ns, err)
 	}
 	lease, err := host.Client.CoordinationV1().Leases(testNamespace).Get(ctx, LeaderElectionID, metav1.GetOptions{})
@@ -704,16 +705,6 @@ func pointWebhooksAt(ctx context.Context, t *testing.T, baseURL string, ca []byt
 		set(func(c *admissionregistrationv1.WebhookClientConfig) { *c = oldM },
 			func(c *admissionregistrationv1.WebhookClientConfig) { *c = oldV })
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // checkRealNodes: a vCluster that syncs the host's real nodes brings a ClusterRole.

@@ -38,6 +38,7 @@ import (
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	managercmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/manager"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
 )
@@ -124,7 +125,7 @@ func TestCertRotation(t *testing.T) {
 	a := startManager(t, cp, "a")
 	b := startManager(t, cp, "b")
 	var sec *corev1.Secret
-	poll(ctx, t, "a CA and serving certificate in the Secret", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, 2*time.Minute, "a CA and serving certificate in the Secret", func(ctx context.Context) (bool, error) {
 		s, err := secrets.Get(ctx, certSecret, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -134,7 +135,7 @@ func TestCertRotation(t *testing.T) {
 	})
 	checkServingCert(t, sec)
 	for _, m := range []*managerProc{a, b} {
-		poll(ctx, t, "the certificate files of replica "+m.name, func(context.Context) (bool, error) {
+		poll.Until(ctx, t, 2*time.Minute, "the certificate files of replica "+m.name, func(context.Context) (bool, error) {
 			return m.filesEqual(sec), nil
 		})
 	}
@@ -194,7 +195,7 @@ func TestCertRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 		var renewed *corev1.Secret
-		poll(ctx, t, "a new serving certificate", func(ctx context.Context) (bool, error) {
+		poll.Until(ctx, t, 2*time.Minute, "a new serving certificate", func(ctx context.Context) (bool, error) {
 			s, err := secrets.Get(ctx, certSecret, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -206,8 +207,8 @@ func TestCertRotation(t *testing.T) {
 		if !bytes.Equal(renewed.Data["ca.crt"], sec.Data["ca.crt"]) || bytes.Equal(renewed.Data["tls.crt"], sec.Data["tls.crt"]) {
 			t.Error("renewal changed the CA or kept the old certificate")
 		}
-		poll(ctx, t, "the renewed files", func(context.Context) (bool, error) { return c.filesEqual(renewed), nil })
-		poll(ctx, t, "the webhook serving the renewed certificate", func(ctx context.Context) (bool, error) {
+		poll.Until(ctx, t, 2*time.Minute, "the renewed files", func(context.Context) (bool, error) { return c.filesEqual(renewed), nil })
+		poll.Until(ctx, t, 2*time.Minute, "the webhook serving the renewed certificate", func(ctx context.Context) (bool, error) {
 			leaf, err := c.served(ctx, sec.Data["ca.crt"])
 			return err == nil && bytes.Equal(leaf, der(t, renewed.Data["tls.crt"])), nil
 		})
@@ -325,7 +326,7 @@ func holdCABundles(ctx context.Context, t *testing.T, cp *localcluster.ControlPl
 		t.Fatal(err)
 	}
 	// Enforced once the API server's informers have both: probe with dry runs.
-	poll(ctx, t, "the hold on the webhook configurations", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, 2*time.Minute, "the hold on the webhook configurations", func(ctx context.Context) (bool, error) {
 		m, err := api.MutatingWebhookConfigurations().Get(ctx, manager.WebhookConfigName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -418,9 +419,13 @@ type managerProc struct {
 func startManager(t *testing.T, cp *localcluster.ControlPlane, name string) *managerProc {
 	t.Helper()
 	dir := t.TempDir()
+	ports, err := localcluster.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	m := &managerProc{
 		name: name, exited: make(chan struct{}),
-		healthPort: freePort(t), webPort: freePort(t),
+		healthPort: ports[0], webPort: ports[1],
 		certDir: filepath.Join(dir, "serving-certs"), // created by the manager
 	}
 	spec, err := json.Marshal(childSpec{Kubeconfig: cp.Kubeconfig, Args: []string{
@@ -563,21 +568,4 @@ func der(t *testing.T, pemBytes []byte) []byte {
 		t.Fatalf("not PEM: %q", pemBytes)
 	}
 	return b.Bytes
-}
-
-func poll(ctx context.Context, t *testing.T, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -8,26 +8,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/accounting"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/manager/teampolicy"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -61,14 +63,11 @@ type Options struct {
 	// reserve); empty turns the share controller off.
 	ReserveImage string
 	Team         team.Options
-}
-
-// Scheme knows the built-in types and the Team API.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = gpuvcv1.AddToScheme(s)
-	return s
+	// Accounting paces the GPU-time accounting (manager/accounting).
+	Accounting accounting.Options
+	// SkipNameValidation lets a process run a second manager after the first
+	// (tests that restart the manager).
+	SkipNameValidation bool
 }
 
 // New returns a controller manager running the Team reconciler and the pod
@@ -76,12 +75,13 @@ func Scheme() *runtime.Scheme {
 func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	managed := labels.SelectorFromSet(labels.Set{team.LabelManagedBy: "gpuvc"})
 	mgrOpts := ctrl.Options{
-		Scheme:                  Scheme(),
+		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "gpuvc-manager.gpuvc.dev",
 		LeaderElectionNamespace: opts.LeaderElectionNS,
+		Controller:              config.Controller{SkipNameValidation: &opts.SkipNameValidation},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// Only the manager's own Secrets: caching every Secret of the host
 			// would cost memory and read access it does not need.
@@ -135,6 +135,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := metrics.Registry.Register(team.NewUsageCollector(mgr.GetCache())); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 		return nil, err
 	}
+	if err := addAccounting(mgr, opts.Accounting); err != nil {
+		return nil, err
+	}
 	if opts.WebhookPort != 0 {
 		if err := addWebhook(mgr, self, opts); err != nil {
 			return nil, err
@@ -176,6 +179,15 @@ func installCELFence(ctx context.Context, cfg *rest.Config, self string) error {
 	return celpolicy.Install(ctx, cs, celpolicy.Options{ParamsWriters: []string{self}})
 }
 
+// addAccounting runs the GPU-time accountant on the leader and exports its
+// counter.
+func addAccounting(mgr ctrl.Manager, opts accounting.Options) error {
+	if err := accounting.Register(metrics.Registry); err != nil {
+		return err
+	}
+	return mgr.Add(accounting.New(mgr.GetClient(), mgr.GetAPIReader(), opts))
+}
+
 // addWebhook registers the syncer's pod webhook. The manager's own identity is
 // trusted to write gpuvc.dev/ metadata and lift share gates.
 func addWebhook(mgr ctrl.Manager, self string, opts Options) error {
@@ -199,10 +211,14 @@ func addWebhook(mgr ctrl.Manager, self string, opts Options) error {
 	return nil
 }
 
+// shareMetrics registers the share controller's metrics once per process: a
+// second manager (tests that restart it) reuses them.
+var shareMetrics = sync.OnceValues(func() (*share.Metrics, error) { return share.NewMetrics(metrics.Registry) })
+
 // addShareController serves fractional GPU requests with reservation pods in each
 // team's namespace.
 func addShareController(mgr ctrl.Manager, opts Options) error {
-	m, err := share.NewMetrics(metrics.Registry)
+	m, err := shareMetrics()
 	if err != nil {
 		return err
 	}
@@ -213,7 +229,7 @@ func addShareController(mgr ctrl.Manager, opts Options) error {
 		Teams:              teampolicy.Source{Reader: mgr.GetClient(), SystemPool: opts.SystemPool},
 		Metrics:            m,
 		Image:              opts.ReserveImage,
-		ServiceAccountName: team.ReserveServiceAccount,
+		ServiceAccountName: contract.ReserveServiceAccount,
 	})
 	if err != nil {
 		return err

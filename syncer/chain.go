@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Input is what every decision sees. Mutations change Pod in place; everything
@@ -32,7 +34,7 @@ type Input struct {
 
 // pool is the pool this pod must stay in.
 func (in *Input) pool() string {
-	if in.Role == RoleControlPlane {
+	if in.Role == contract.RoleControlPlane {
 		return in.Policy.systemPool()
 	}
 	return in.Policy.Pool

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // tenantPods is a corpus of pods the create chain admits (with changes).
@@ -17,11 +19,11 @@ func tenantPods() map[string]*corev1.Pod {
 		"NVL MIG profile":      pod().MIG("1g.12gb", "1").Obj(),
 		"fraction":             pod().GPUFraction("0.25").Container("second").Obj(),
 		"memory share":         pod().GPUMemory("10000").Obj(),
-		"foreign toleration":   pod().GPUs("1").TolerateTaint(LabelPool, "h100").NodeSelector(LabelPool, "h100").Obj(),
+		"foreign toleration":   pod().GPUs("1").TolerateTaint(contract.LabelPool, "h100").NodeSelector(contract.LabelPool, "h100").Obj(),
 		"wildcard toleration":  pod().TolerateEverything().Obj(),
 		"foreign scheduler":    pod().SchedulerName("evil").PriorityClass("system-node-critical").Obj(),
-		"forged reserved keys": pod().Label(LabelGPUShare, "true").Annotation(AnnotationRole, RoleControlPlane).Obj(),
-		"kai queue":            pod().Label(LabelKAIQueue, "payments").Obj(),
+		"forged reserved keys": pod().Label(contract.LabelGPUShare, "true").Annotation(contract.AnnotationRole, contract.RoleControlPlane).Obj(),
+		"kai queue":            pod().Label(contract.LabelKAIQueue, "payments").Obj(),
 	}
 }
 
@@ -50,10 +52,10 @@ func TestVerifyCatchesLaterChanges(t *testing.T) {
 		says   string
 	}{
 		"foreign toleration added": {func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, poolToleration("h100")) }, ReasonTolerationRemoved},
-		"pool selector dropped":    {func(p *corev1.Pod) { delete(p.Spec.NodeSelector, LabelPool) }, ReasonPoolPinned},
+		"pool selector dropped":    {func(p *corev1.Pod) { delete(p.Spec.NodeSelector, contract.LabelPool) }, ReasonPoolPinned},
 		"gate dropped":             {func(p *corev1.Pod) { p.Spec.SchedulingGates = nil }, ReasonGPUShareGated},
 		"scheduler changed":        {func(p *corev1.Pod) { p.Spec.SchedulerName = "evil" }, ReasonSchedulerNameReplaced},
-		"GPU added to a share pod": {func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits[ResourceGPU] = mustQty("1") }, ReasonShareWithGPUResource},
+		"GPU added to a share pod": {func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits[contract.ResourceGPU] = mustQty("1") }, ReasonShareWithGPUResource},
 		"privileged sidecar": {func(p *corev1.Pod) {
 			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "s", SecurityContext: &corev1.SecurityContext{Privileged: ptrTrue()}})
 		}, ReasonPrivileged},
@@ -63,7 +65,7 @@ func TestVerifyCatchesLaterChanges(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := admitted(t, pod().GPUFraction("0.5").Obj())
 			tc.tamper(p)
-			v := createChain(RoleWorkload).Verify(input(p))
+			v := createChain(contract.RoleWorkload).Verify(input(p))
 			if !v.Denied() {
 				t.Fatal("tampered pod accepted")
 			}
@@ -76,7 +78,7 @@ func TestVerifyCatchesLaterChanges(t *testing.T) {
 
 func TestChainCollectsAllRefusals(t *testing.T) {
 	in := input(pod().Privileged().HostNetwork().GPUs("9").Obj())
-	r := createChain(RoleWorkload).Run(in)
+	r := createChain(contract.RoleWorkload).Run(in)
 	want := []string{ReasonPrivileged, ReasonHostNamespace, ReasonGPUCountAboveLimit}
 	if diff := cmp.Diff(want, denialReasons(r)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -1,10 +1,14 @@
 package syncer
 
+import "github.com/gpuvc/gpuvc/manager/api/contract"
+
 // The chains, in order. Checks come first and refuse; mutations then bring the
 // pod in line. Security first (cheapest to explain), then placement, devices
 // and shares.
 
-var securityChecks = []Check{checkPrivileged, checkHostPath, checkHostNamespaces, checkGPUEnv, checkReservedConfigMaps, checkReservedServiceAccount}
+var securityChecks = concat(concat(
+	[]Check{checkPrivileged, checkHostPath, checkHostNamespaces}, baselineChecks),
+	[]Check{checkGPUEnv, checkReservedConfigMaps, checkReservedServiceAccount})
 
 // workloadCreate admits a tenant pod (everything vCluster syncs, and any pod not
 // proven to be the control plane).
@@ -37,11 +41,14 @@ var podUpdate = Chain{
 }
 
 // ephemeralUpdate judges containers added through pods/ephemeralcontainers
-// (kubectl debug): they run next to the pod's GPUs.
-var ephemeralUpdate = Chain{Checks: []Check{checkPrivileged, checkGPUEnv, checkReservedConfigMaps}}
+// (kubectl debug): they run next to the pod's GPUs. Where a rule also reads
+// pod-level fields, those are what CREATE judged: an update cannot change them.
+var ephemeralUpdate = Chain{Checks: concat(
+	[]Check{checkPrivileged, checkGPUEnv, checkReservedConfigMaps},
+	[]Check{checkCapabilities, checkSeccomp, checkAppArmor, checkProcMount, checkHostProcess, checkSELinux})}
 
 func createChain(role string) Chain {
-	if role == RoleControlPlane {
+	if role == contract.RoleControlPlane {
 		return controlPlaneCreate
 	}
 	return workloadCreate

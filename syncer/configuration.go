@@ -4,6 +4,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // ConfigOptions say how the API server reaches the webhook.
@@ -40,7 +42,7 @@ func Configurations(o ConfigOptions) (*admissionregistrationv1.MutatingWebhookCo
 		return cc
 	}
 	teams := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: LabelTeam, Operator: metav1.LabelSelectorOpExists,
+		Key: contract.LabelTeam, Operator: metav1.LabelSelectorOpExists,
 	}}}
 	rule := func(resources ...string) []admissionregistrationv1.RuleWithOperations {
 		return []admissionregistrationv1.RuleWithOperations{{

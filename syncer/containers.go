@@ -13,19 +13,20 @@ type containerView struct {
 	sc      *corev1.SecurityContext
 	env     []corev1.EnvVar
 	envFrom []corev1.EnvFromSource
+	ports   []corev1.ContainerPort
 }
 
 // allContainers lists init, regular and ephemeral containers.
 func allContainers(pod *corev1.Pod) []containerView {
 	var out []containerView
 	for i, c := range pod.Spec.InitContainers {
-		out = append(out, containerView{fmt.Sprintf("spec.initContainers[%d]", i), c.SecurityContext, c.Env, c.EnvFrom})
+		out = append(out, containerView{fmt.Sprintf("spec.initContainers[%d]", i), c.SecurityContext, c.Env, c.EnvFrom, c.Ports})
 	}
 	for i, c := range pod.Spec.Containers {
-		out = append(out, containerView{fmt.Sprintf("spec.containers[%d]", i), c.SecurityContext, c.Env, c.EnvFrom})
+		out = append(out, containerView{fmt.Sprintf("spec.containers[%d]", i), c.SecurityContext, c.Env, c.EnvFrom, c.Ports})
 	}
 	for i, c := range pod.Spec.EphemeralContainers {
-		out = append(out, containerView{fmt.Sprintf("spec.ephemeralContainers[%d]", i), c.SecurityContext, c.Env, c.EnvFrom})
+		out = append(out, containerView{fmt.Sprintf("spec.ephemeralContainers[%d]", i), c.SecurityContext, c.Env, c.EnvFrom, c.Ports})
 	}
 	return out
 }

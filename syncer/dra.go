@@ -3,6 +3,8 @@ package syncer
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Dynamic Resource Allocation: a pod can ask a DRA driver for devices through
@@ -23,5 +25,5 @@ func checkResourceClaims(in *Input) (string, string, bool) {
 	}
 	return ReasonResourceClaim, fmt.Sprintf(
 		"spec.resourceClaims [%s] asks for devices through Dynamic Resource Allocation, outside team %s's GPU quota and pool fence (limit: GPUs through %s, %s<profile> or the gpu-fraction / gpu-memory annotations); remove the claims",
-		strings.Join(names, ", "), in.Policy.Team, ResourceGPU, ResourceMIGPrefix), true
+		strings.Join(names, ", "), in.Policy.Team, contract.ResourceGPU, contract.ResourceMIGPrefix), true
 }

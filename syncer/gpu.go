@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // GPU requests. A pod asks for devices with nvidia.com/gpu (whole GPUs) or
@@ -22,7 +24,7 @@ func gpuResourceNames(c *corev1.Container) []corev1.ResourceName {
 	set := map[corev1.ResourceName]bool{}
 	for _, l := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
 		for name, q := range l {
-			if strings.HasPrefix(string(name), resourceNVIDIA) && !q.IsZero() {
+			if strings.HasPrefix(string(name), contract.NVIDIAPrefix) && !q.IsZero() {
 				set[name] = true
 			}
 		}
@@ -41,7 +43,7 @@ func deviceQuantity(c *corev1.Container, name corev1.ResourceName) resource.Quan
 
 func isGPUResource(name corev1.ResourceName) bool {
 	_, mig := migProfile(string(name))
-	return name == ResourceGPU || mig
+	return name == contract.ResourceGPU || mig
 }
 
 // podDevices returns how many devices of each GPU resource the pod holds at its
@@ -105,13 +107,13 @@ func checkGPUResources(in *Input) (string, string, bool) {
 			if !isGPUResource(name) {
 				return ReasonUnsupportedGPUResource, fmt.Sprintf(
 					"%s is not a GPU resource gpuvc hands out (limit: %s, %s<profile>, or the %s/%s annotations); request one of those instead",
-					field, ResourceGPU, ResourceMIGPrefix, AnnotationKAIFraction, AnnotationKAIMemory), true
+					field, contract.ResourceGPU, contract.ResourceMIGPrefix, contract.AnnotationKAIFraction, contract.AnnotationKAIMemory), true
 			}
 			q := deviceQuantity(wc.c, name)
 			if q.MilliValue()%1000 != 0 || q.Sign() < 0 {
 				return ReasonNonIntegerGPU, fmt.Sprintf(
 					"%s=%s is not a whole number of devices (limit: whole devices only); for part of a GPU drop the resource and set the annotation %s: \"0.5\"",
-					field, q.String(), AnnotationKAIFraction), true
+					field, q.String(), contract.AnnotationKAIFraction), true
 			}
 		}
 	}
@@ -191,7 +193,7 @@ func checkControlPlaneGPU(in *Input) (string, string, bool) {
 	if hasShareAnnotations(in.Pod) {
 		return ReasonControlPlaneGPU, fmt.Sprintf(
 			"metadata.annotations asks for a GPU share, but pods of the vCluster control plane (StatefulSet %s) may not use GPUs (limit: none); remove the %s/%s annotations",
-			in.Policy.VClusterName, AnnotationKAIFraction, AnnotationKAIMemory), true
+			in.Policy.VClusterName, contract.AnnotationKAIFraction, contract.AnnotationKAIMemory), true
 	}
 	return "", "", false
 }
@@ -221,14 +223,14 @@ func mutateWholeGPUAsMIG(in *Input) []Note {
 	to := corev1.ResourceName(migResource(profile))
 	var notes []Note
 	for _, wc := range workloadContainers(in.Pod) {
-		if !slices.Contains(gpuResourceNames(wc.c), ResourceGPU) {
+		if !slices.Contains(gpuResourceNames(wc.c), contract.ResourceGPU) {
 			continue
 		}
-		q := deviceQuantity(wc.c, ResourceGPU)
-		renameResource(wc.c, ResourceGPU, to)
+		q := deviceQuantity(wc.c, contract.ResourceGPU)
+		renameResource(wc.c, contract.ResourceGPU, to)
 		notes = append(notes, Note{Normal, ReasonWholeGPUMapped, fmt.Sprintf(
 			"%s: %s=%s became %s=%s: team %s gets MIG %s instances for whole-GPU requests",
-			wc.path, ResourceGPU, q.String(), to, q.String(), in.Policy.Team, profile)})
+			wc.path, contract.ResourceGPU, q.String(), to, q.String(), in.Policy.Team, profile)})
 	}
 	return notes
 }
@@ -259,5 +261,5 @@ func mutateMIGProfiles(in *Input) []Note {
 // isReservation is true for gpuvc's own reservation pods: they hold one whole GPU
 // for fractional sharing, whatever the team maps whole-GPU requests to.
 func isReservation(in *Input) bool {
-	return in.Trusted && in.Pod.Labels[LabelRole] == RoleReservation
+	return in.Trusted && in.Pod.Labels[contract.LabelRole] == contract.RoleReservation
 }

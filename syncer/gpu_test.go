@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestCheckGPUResources(t *testing.T) {
@@ -14,7 +16,7 @@ func TestCheckGPUResources(t *testing.T) {
 		"whole GPU":        {pod: pod().GPUs("2").Obj()},
 		"MIG":              {pod: pod().MIG("1g.10gb", "1").Obj()},
 		"time-sliced GPU":  {pod: pod().Limit("nvidia.com/gpu.shared", "1").Obj(), reason: ReasonUnsupportedGPUResource, says: []string{"limits[nvidia.com/gpu.shared]", "nvidia.com/gpu"}},
-		"half a GPU":       {pod: pod().Limit(ResourceGPU, "500m").Obj(), reason: ReasonNonIntegerGPU, says: []string{"nvidia.com/gpu]=500m", "gpu-fraction"}},
+		"half a GPU":       {pod: pod().Limit(contract.ResourceGPU, "500m").Obj(), reason: ReasonNonIntegerGPU, says: []string{"nvidia.com/gpu]=500m", "gpu-fraction"}},
 		"cpu is no matter": {pod: pod().Limit("cpu", "500m").Obj()},
 	})
 }
@@ -61,7 +63,7 @@ func TestCheckGPUCount(t *testing.T) {
 func TestPodDevices(t *testing.T) {
 	gpu := func(n string) corev1.Container {
 		q := resource.MustParse(n)
-		return corev1.Container{Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{ResourceGPU: q}}}
+		return corev1.Container{Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{contract.ResourceGPU: q}}}
 	}
 	sidecar := gpu("1")
 	sidecar.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
@@ -73,7 +75,7 @@ func TestPodDevices(t *testing.T) {
 		"init runs alone":               {init: []corev1.Container{gpu("4")}, containers: []corev1.Container{gpu("1")}, want: 4},
 		"sidecar runs with containers":  {init: []corev1.Container{sidecar}, containers: []corev1.Container{gpu("2")}, want: 3},
 		"init after sidecar adds to it": {init: []corev1.Container{sidecar, gpu("3")}, containers: []corev1.Container{gpu("1")}, want: 4},
-		"request without limit counts":  {containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{ResourceGPU: resource.MustParse("2")}}}}, want: 2},
+		"request without limit counts":  {containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{contract.ResourceGPU: resource.MustParse("2")}}}}, want: 2},
 		"no GPUs":                       {containers: []corev1.Container{{}}, want: 0},
 	}
 	for name, tc := range cases {
@@ -94,7 +96,7 @@ func TestGPUMutations(t *testing.T) {
 		wantReasons []string
 	}{
 		"whole GPU passes through": {
-			pod: pod().GPUs("2").Obj(), want: corev1.ResourceList{ResourceGPU: resource.MustParse("2")},
+			pod: pod().GPUs("2").Obj(), want: corev1.ResourceList{contract.ResourceGPU: resource.MustParse("2")},
 		},
 		"whole GPU mapped to the team's profile": {
 			pod: pod().GPUs("2").Obj(), wholeAs: "1g.10gb",

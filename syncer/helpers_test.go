@@ -7,7 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
 )
 
@@ -25,7 +26,7 @@ func fraudPolicy() *TeamPolicy {
 var knownNodes = map[string]string{"system-0": "system", "a100-0": "a100", "a100-mig-0": "a100", "h100-0": "h100", "ghost": ""}
 
 func input(pod *corev1.Pod) *Input {
-	return &Input{Policy: fraudPolicy(), Pod: pod, Role: RoleWorkload, MIG: migmap.Catalog{}, NodePools: knownNodes}
+	return &Input{Policy: fraudPolicy(), Pod: pod, Role: contract.RoleWorkload, MIG: migmap.Catalog{}, NodePools: knownNodes}
 }
 
 func pod() *testobj.PodWrapper { return testobj.Pod("p", "team-fraud") }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Reserved metadata: gpuvc.dev/ labels and annotations drive the share
@@ -16,18 +18,18 @@ import (
 // reservedMetadata returns the gpuvc.dev/ labels and annotations the pod must
 // carry.
 func reservedMetadata(in *Input) (labels, annotations map[string]string) {
-	labels = map[string]string{LabelTeam: in.Policy.Team}
-	annotations = map[string]string{AnnotationRole: in.Role}
-	if in.Role != RoleWorkload {
+	labels = map[string]string{contract.LabelTeam: in.Policy.Team}
+	annotations = map[string]string{contract.AnnotationRole: in.Role}
+	if in.Role != contract.RoleWorkload {
 		return labels, annotations
 	}
 	if s, ok, reason, _ := parseShare(in); ok && reason == "" && in.Policy.FractionsEnabled {
-		labels[LabelGPUShare] = "true"
-		annotations[AnnotationShareConfigMap] = shareConfigMapName(in.Pod.Name)
+		labels[contract.LabelGPUShare] = "true"
+		annotations[contract.AnnotationShareConfigMap] = shareConfigMapName(in.Pod.Name)
 		if s.fraction != "" {
-			annotations[AnnotationGPUFraction] = s.fraction
+			annotations[contract.AnnotationGPUFraction] = s.fraction
 		} else {
-			annotations[AnnotationGPUMemory] = strconv.FormatInt(s.memoryMiB, 10)
+			annotations[contract.AnnotationGPUMemory] = strconv.FormatInt(s.memoryMiB, 10)
 		}
 	}
 	return labels, annotations
@@ -44,7 +46,7 @@ func mutateReservedMetadata(in *Input) []Note {
 	var notes []Note
 	if len(removed) > 0 {
 		notes = append(notes, Note{Warning, ReasonReservedMetadataRemoved, fmt.Sprintf(
-			"removed %s: keys under %s are written by gpuvc only", strings.Join(removed, ", "), ReservedPrefix)})
+			"removed %s: keys under %s are written by gpuvc only", strings.Join(removed, ", "), contract.ReservedPrefix)})
 	}
 	if len(set) > 0 {
 		notes = append(notes, Note{"", ReasonReservedMetadataSet, "set " + strings.Join(set, ", ")})
@@ -54,7 +56,7 @@ func mutateReservedMetadata(in *Input) []Note {
 
 func syncReserved(have, want map[string]string, keepExtra bool, kind string, removed, set *[]string) map[string]string {
 	for _, k := range slices.Sorted(maps.Keys(have)) {
-		if !strings.HasPrefix(k, ReservedPrefix) || k == AnnotationDecisions {
+		if !strings.HasPrefix(k, contract.ReservedPrefix) || k == contract.AnnotationDecisions {
 			continue
 		}
 		if w, ok := want[k]; ok && w == have[k] {
@@ -96,10 +98,10 @@ var DefaultStatefulSetControllers = []string{
 // refuses GPUs on it and pins it to the system pool.
 func roleOf(pod *corev1.Pod, p *TeamPolicy, user string, stsControllers []string) string {
 	if p.VClusterName == "" || !slices.Contains(stsControllers, user) {
-		return RoleWorkload
+		return contract.RoleWorkload
 	}
-	if _, synced := pod.Labels[LabelVClusterManagedBy]; synced {
-		return RoleWorkload
+	if _, synced := pod.Labels[contract.LabelVClusterManagedBy]; synced {
+		return contract.RoleWorkload
 	}
 	for _, o := range pod.OwnerReferences {
 		if o.Controller == nil || !*o.Controller || !strings.HasPrefix(o.APIVersion, "apps/") {
@@ -110,17 +112,17 @@ func roleOf(pod *corev1.Pod, p *TeamPolicy, user string, stsControllers []string
 		// and the request's user is the controller, so the name is enough.
 		if (o.Kind == "StatefulSet" && o.Name == p.VClusterName) ||
 			(o.Kind == "ReplicaSet" && strings.HasPrefix(o.Name, p.VClusterName+"-")) {
-			return RoleControlPlane
+			return contract.RoleControlPlane
 		}
 	}
-	return RoleWorkload
+	return contract.RoleWorkload
 }
 
 // storedRole is the role recorded on a stored pod; pods admitted before gpuvc
 // ran count as workloads.
 func storedRole(pod *corev1.Pod) string {
-	if pod.Annotations[AnnotationRole] == RoleControlPlane {
-		return RoleControlPlane
+	if pod.Annotations[contract.AnnotationRole] == contract.RoleControlPlane {
+		return contract.RoleControlPlane
 	}
-	return RoleWorkload
+	return contract.RoleWorkload
 }

@@ -1,6 +1,10 @@
 package syncer
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+)
 
 // MIGMapper knows the MIG profiles of GPU models. gpu/mig implements it (see
 // package syncer/migmap); without one only exactly allowed profiles pass.
@@ -16,7 +20,7 @@ type MIGMapper interface {
 // migProfile returns the profile of a MIG resource name:
 // nvidia.com/mig-1g.10gb → 1g.10gb, nvidia.com/mig-1g.10gb.me → 1g.10gb+me.
 func migProfile(resource string) (string, bool) {
-	p, ok := strings.CutPrefix(resource, ResourceMIGPrefix)
+	p, ok := strings.CutPrefix(resource, contract.ResourceMIGPrefix)
 	if !ok || p == "" {
 		return "", false
 	}
@@ -28,5 +32,5 @@ func migProfile(resource string) (string, bool) {
 
 // migResource is the inverse of migProfile (resource names may not contain '+').
 func migResource(profile string) string {
-	return ResourceMIGPrefix + strings.ReplaceAll(profile, "+", ".")
+	return contract.ResourceMIGPrefix + strings.ReplaceAll(profile, "+", ".")
 }

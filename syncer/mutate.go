@@ -10,6 +10,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // mutator applies the chain's mutations as a JSON patch.
@@ -85,13 +87,13 @@ func recordDecisions(pod *corev1.Pod, notes []Note) {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[AnnotationDecisions] = string(b)
+	pod.Annotations[contract.AnnotationDecisions] = string(b)
 }
 
 // decisions reads the decisions annotation; anything unreadable counts as none.
 func decisions(pod *corev1.Pod) []Note {
 	var notes []Note
-	if s, ok := pod.Annotations[AnnotationDecisions]; ok {
+	if s, ok := pod.Annotations[contract.AnnotationDecisions]; ok {
 		if err := json.Unmarshal([]byte(s), &notes); err != nil {
 			return nil
 		}

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // NodePools tells which pool a node belongs to, so a pod naming a node
@@ -28,5 +30,5 @@ func (n ClientNodePools) PoolOf(ctx context.Context, node string) (string, error
 		}
 		return "", err
 	}
-	return obj.Labels[LabelPool], nil
+	return obj.Labels[contract.LabelPool], nil
 }

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // The pool fence. The nodeSelector gpuvc.dev/pool=<pool> plus the pool's
@@ -21,12 +23,12 @@ import (
 
 // poolToleration is the toleration every pod of the pool gets.
 func poolToleration(pool string) corev1.Toleration {
-	return corev1.Toleration{Key: LabelPool, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}
+	return corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}
 }
 
 // toleratesPool reports whether t is (or covers exactly) the pool's toleration.
 func toleratesPool(t corev1.Toleration, pool string) bool {
-	return t.Key == LabelPool && (t.Operator == corev1.TolerationOpEqual || t.Operator == "") && t.Value == pool &&
+	return t.Key == contract.LabelPool && (t.Operator == corev1.TolerationOpEqual || t.Operator == "") && t.Value == pool &&
 		(t.Effect == corev1.TaintEffectNoSchedule || t.Effect == "")
 }
 
@@ -37,7 +39,7 @@ func reachesOtherPools(t corev1.Toleration, pool string) bool {
 	if t.Key == "" && t.Operator == corev1.TolerationOpExists {
 		return true
 	}
-	if t.Key != LabelPool {
+	if t.Key != contract.LabelPool {
 		return false
 	}
 	return t.Operator == corev1.TolerationOpExists || t.Value != pool
@@ -68,17 +70,17 @@ func mutatePoolFence(in *Input) []Note {
 	pod, pool := in.Pod, in.pool()
 	var notes []Note
 	var added []string
-	switch old, ok := pod.Spec.NodeSelector[LabelPool]; {
+	switch old, ok := pod.Spec.NodeSelector[contract.LabelPool]; {
 	case !ok:
-		added = append(added, fmt.Sprintf("nodeSelector %s=%s", LabelPool, pool))
+		added = append(added, fmt.Sprintf("nodeSelector %s=%s", contract.LabelPool, pool))
 	case old != pool:
 		notes = append(notes, Note{Warning, ReasonPoolSelectorReplaced, fmt.Sprintf(
-			"spec.nodeSelector[%s]=%s replaced by %s: pods of team %s run in pool %s only", LabelPool, old, pool, in.Policy.Team, pool)})
+			"spec.nodeSelector[%s]=%s replaced by %s: pods of team %s run in pool %s only", contract.LabelPool, old, pool, in.Policy.Team, pool)})
 	}
 	if pod.Spec.NodeSelector == nil {
 		pod.Spec.NodeSelector = map[string]string{}
 	}
-	pod.Spec.NodeSelector[LabelPool] = pool
+	pod.Spec.NodeSelector[contract.LabelPool] = pool
 
 	var kept []corev1.Toleration
 	var removed []string
@@ -165,7 +167,7 @@ func equalRequiredAffinity(a, b *corev1.Pod) bool {
 // judging only the pool label and node names gpuvc knows.
 func termReachesPool(t corev1.NodeSelectorTerm, pool string, nodes map[string]string) bool {
 	for _, r := range t.MatchExpressions {
-		if r.Key != LabelPool {
+		if r.Key != contract.LabelPool {
 			continue
 		}
 		ok := false

@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestMutatePoolFence(t *testing.T) {
@@ -19,40 +21,40 @@ func TestMutatePoolFence(t *testing.T) {
 	}{
 		"bare pod is pinned": {
 			pod:          pod().Obj(),
-			wantSelector: map[string]string{LabelPool: "a100"}, wantTolerations: []corev1.Toleration{ours},
+			wantSelector: map[string]string{contract.LabelPool: "a100"}, wantTolerations: []corev1.Toleration{ours},
 			wantReasons: []string{ReasonPoolPinned},
 		},
 		"already in pool: nothing to do": {
 			pod:          pod().InPool("a100").Obj(),
-			wantSelector: map[string]string{LabelPool: "a100"}, wantTolerations: []corev1.Toleration{ours},
+			wantSelector: map[string]string{contract.LabelPool: "a100"}, wantTolerations: []corev1.Toleration{ours},
 		},
 		"selector to another pool is replaced": {
-			pod:          pod().NodeSelector(LabelPool, "h100").NodeSelector("zone", "b").Obj(),
-			wantSelector: map[string]string{LabelPool: "a100", "zone": "b"}, wantTolerations: []corev1.Toleration{ours},
+			pod:          pod().NodeSelector(contract.LabelPool, "h100").NodeSelector("zone", "b").Obj(),
+			wantSelector: map[string]string{contract.LabelPool: "a100", "zone": "b"}, wantTolerations: []corev1.Toleration{ours},
 			wantReasons: []string{ReasonPoolPinned, ReasonPoolSelectorReplaced},
 		},
 		"foreign pool toleration is removed, others kept": {
-			pod:          pod().TolerateTaint(LabelPool, "h100").Toleration(notReady).Obj(),
-			wantSelector: map[string]string{LabelPool: "a100"}, wantTolerations: []corev1.Toleration{notReady, ours},
+			pod:          pod().TolerateTaint(contract.LabelPool, "h100").Toleration(notReady).Obj(),
+			wantSelector: map[string]string{contract.LabelPool: "a100"}, wantTolerations: []corev1.Toleration{notReady, ours},
 			wantReasons: []string{ReasonPoolPinned, ReasonTolerationRemoved},
 		},
 		"wildcard toleration is removed": {
 			pod:          pod().TolerateEverything().Obj(),
-			wantSelector: map[string]string{LabelPool: "a100"}, wantTolerations: []corev1.Toleration{ours},
+			wantSelector: map[string]string{contract.LabelPool: "a100"}, wantTolerations: []corev1.Toleration{ours},
 			wantReasons: []string{ReasonPoolPinned, ReasonTolerationRemoved},
 		},
 		"pool key with Exists is removed": {
-			pod:          pod().Toleration(corev1.Toleration{Key: LabelPool, Operator: corev1.TolerationOpExists}).Obj(),
-			wantSelector: map[string]string{LabelPool: "a100"}, wantTolerations: []corev1.Toleration{ours},
+			pod:          pod().Toleration(corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpExists}).Obj(),
+			wantSelector: map[string]string{contract.LabelPool: "a100"}, wantTolerations: []corev1.Toleration{ours},
 			wantReasons: []string{ReasonPoolPinned, ReasonTolerationRemoved},
 		},
 		"own pool toleration for all effects is kept": {
-			pod:          pod().NodeSelector(LabelPool, "a100").Toleration(corev1.Toleration{Key: LabelPool, Value: "a100"}).Obj(),
-			wantSelector: map[string]string{LabelPool: "a100"}, wantTolerations: []corev1.Toleration{{Key: LabelPool, Value: "a100"}},
+			pod:          pod().NodeSelector(contract.LabelPool, "a100").Toleration(corev1.Toleration{Key: contract.LabelPool, Value: "a100"}).Obj(),
+			wantSelector: map[string]string{contract.LabelPool: "a100"}, wantTolerations: []corev1.Toleration{{Key: contract.LabelPool, Value: "a100"}},
 		},
 		"control plane goes to the system pool": {
-			pod: pod().TolerateTaint(LabelPool, "a100").Obj(), role: RoleControlPlane,
-			wantSelector:    map[string]string{LabelPool: "system"},
+			pod: pod().TolerateTaint(contract.LabelPool, "a100").Obj(), role: contract.RoleControlPlane,
+			wantSelector:    map[string]string{contract.LabelPool: "system"},
 			wantTolerations: []corev1.Toleration{poolToleration("system")},
 			wantReasons:     []string{ReasonPoolPinned, ReasonTolerationRemoved},
 		},
@@ -88,7 +90,7 @@ func TestCheckNodeName(t *testing.T) {
 		"missing node":      {pod: pod().NodeName("ghost").Obj(), reason: ReasonNodeNameOutsidePool, says: []string{"does not exist or belongs to no pool"}},
 		"unresolvable node": {pod: pod().NodeName("a100-9").Obj(), reason: ReasonNodeNameOutsidePool, says: []string{"cannot look up"}},
 		"control plane on system": {
-			pod: pod().NodeName("system-0").Obj(), edit: func(in *Input) { in.Role = RoleControlPlane },
+			pod: pod().NodeName("system-0").Obj(), edit: func(in *Input) { in.Role = contract.RoleControlPlane },
 		},
 		"unchanged on update": {
 			pod: pod().NodeName("h100-0").Obj(), edit: func(in *Input) { in.Old = in.Pod.DeepCopy() },
@@ -99,11 +101,11 @@ func TestCheckNodeName(t *testing.T) {
 func TestCheckNodeAffinity(t *testing.T) {
 	runCheckTable(t, checkNodeAffinity, map[string]checkCase{
 		"no affinity":            {pod: pod().Obj()},
-		"pool In own":            {pod: pod().RequireNodeLabel(LabelPool, corev1.NodeSelectorOpIn, "a100", "h100").Obj()},
-		"pool In h100":           {pod: pod().RequireNodeLabel(LabelPool, corev1.NodeSelectorOpIn, "h100").Obj(), reason: ReasonAffinityOutsidePool, says: []string{"gpuvc.dev/pool In [h100]", "pool a100", "remove that node affinity"}},
-		"pool NotIn own":         {pod: pod().RequireNodeLabel(LabelPool, corev1.NodeSelectorOpNotIn, "a100").Obj(), reason: ReasonAffinityOutsidePool},
-		"pool DoesNotExist":      {pod: pod().RequireNodeLabel(LabelPool, corev1.NodeSelectorOpDoesNotExist).Obj(), reason: ReasonAffinityOutsidePool},
-		"one term reaches pool":  {pod: pod().RequireNodeLabel(LabelPool, corev1.NodeSelectorOpIn, "h100").RequireNodeLabel(LabelPool, corev1.NodeSelectorOpIn, "a100").Obj()},
+		"pool In own":            {pod: pod().RequireNodeLabel(contract.LabelPool, corev1.NodeSelectorOpIn, "a100", "h100").Obj()},
+		"pool In h100":           {pod: pod().RequireNodeLabel(contract.LabelPool, corev1.NodeSelectorOpIn, "h100").Obj(), reason: ReasonAffinityOutsidePool, says: []string{"gpuvc.dev/pool In [h100]", "pool a100", "remove that node affinity"}},
+		"pool NotIn own":         {pod: pod().RequireNodeLabel(contract.LabelPool, corev1.NodeSelectorOpNotIn, "a100").Obj(), reason: ReasonAffinityOutsidePool},
+		"pool DoesNotExist":      {pod: pod().RequireNodeLabel(contract.LabelPool, corev1.NodeSelectorOpDoesNotExist).Obj(), reason: ReasonAffinityOutsidePool},
+		"one term reaches pool":  {pod: pod().RequireNodeLabel(contract.LabelPool, corev1.NodeSelectorOpIn, "h100").RequireNodeLabel(contract.LabelPool, corev1.NodeSelectorOpIn, "a100").Obj()},
 		"node name in pool":      {pod: pod().RequireNodeNames("a100-0").Obj()},
 		"node name of h100":      {pod: pod().RequireNodeNames("h100-0").Obj(), reason: ReasonAffinityOutsidePool, says: []string{"metadata.name In [h100-0]"}},
 		"other labels are ANDed": {pod: pod().RequireNodeLabel("kubernetes.io/hostname", corev1.NodeSelectorOpIn, "h100-0").Obj()},

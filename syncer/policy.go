@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // TeamPolicy is everything the webhook needs to know about one team. It does not
@@ -57,14 +59,14 @@ func (p *TeamPolicy) systemPool() string {
 	if p.SystemPool != "" {
 		return p.SystemPool
 	}
-	return DefaultSystemPool
+	return contract.DefaultSystemPool
 }
 
 func (p *TeamPolicy) schedulerName() string {
 	if p.SchedulerName != "" {
 		return p.SchedulerName
 	}
-	return DefaultSchedulerName
+	return contract.DefaultSchedulerName
 }
 
 func (p *TeamPolicy) migAllowed(profile string) bool {

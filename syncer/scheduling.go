@@ -3,6 +3,8 @@ package syncer
 import (
 	"fmt"
 	"slices"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Scheduling settings a tenant must not choose on the host: another scheduler
@@ -51,22 +53,22 @@ func mutateRuntimeClass(in *Input) []Note {
 
 func mutateQueue(in *Input) []Note {
 	want := in.Policy.Queue
-	have, has := in.Pod.Labels[LabelKAIQueue]
+	have, has := in.Pod.Labels[contract.LabelKAIQueue]
 	switch {
 	case want == "" && !has, has && have == want:
 		return nil
 	case want == "":
-		delete(in.Pod.Labels, LabelKAIQueue)
-		return []Note{{Warning, ReasonQueueSet, fmt.Sprintf("label %s=%s removed: team %s has no scheduler queue", LabelKAIQueue, have, in.Policy.Team)}}
+		delete(in.Pod.Labels, contract.LabelKAIQueue)
+		return []Note{{Warning, ReasonQueueSet, fmt.Sprintf("label %s=%s removed: team %s has no scheduler queue", contract.LabelKAIQueue, have, in.Policy.Team)}}
 	}
 	if in.Pod.Labels == nil {
 		in.Pod.Labels = map[string]string{}
 	}
-	in.Pod.Labels[LabelKAIQueue] = want
+	in.Pod.Labels[contract.LabelKAIQueue] = want
 	if !has {
-		return []Note{{"", ReasonQueueSet, fmt.Sprintf("label %s=%s set", LabelKAIQueue, want)}}
+		return []Note{{"", ReasonQueueSet, fmt.Sprintf("label %s=%s set", contract.LabelKAIQueue, want)}}
 	}
-	return []Note{{Warning, ReasonQueueSet, fmt.Sprintf("label %s=%s replaced by %s: team %s's queue", LabelKAIQueue, have, want, in.Policy.Team)}}
+	return []Note{{Warning, ReasonQueueSet, fmt.Sprintf("label %s=%s replaced by %s: team %s's queue", contract.LabelKAIQueue, have, want, in.Policy.Team)}}
 }
 
 func listOrNone(s []string) string {

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestSchedulingMutations(t *testing.T) {
@@ -19,18 +21,18 @@ func TestSchedulingMutations(t *testing.T) {
 		"foreign scheduler replaced": {
 			pod: pod().SchedulerName("my-scheduler").Obj(),
 			check: func(t *testing.T, s corev1.PodSpec, _ map[string]string) {
-				eq(t, DefaultSchedulerName, s.SchedulerName)
+				eq(t, contract.DefaultSchedulerName, s.SchedulerName)
 			},
 			wantReasons: []string{ReasonSchedulerNameReplaced},
 		},
 		"team scheduler set": {
-			pod: pod().SchedulerName(DefaultSchedulerName).Obj(), policy: func(p *TeamPolicy) { p.SchedulerName = "kai-scheduler" },
+			pod: pod().SchedulerName(contract.DefaultSchedulerName).Obj(), policy: func(p *TeamPolicy) { p.SchedulerName = "kai-scheduler" },
 			check:       func(t *testing.T, s corev1.PodSpec, _ map[string]string) { eq(t, "kai-scheduler", s.SchedulerName) },
 			wantReasons: []string{ReasonSchedulerNameReplaced},
 		},
 		"priority class not allowed": {
 			pod: func() *corev1.Pod {
-				p := pod().SchedulerName(DefaultSchedulerName).PriorityClass("system-node-critical").Obj()
+				p := pod().SchedulerName(contract.DefaultSchedulerName).PriorityClass("system-node-critical").Obj()
 				p.Spec.Priority = ptr.To[int32](2000001000)
 				p.Spec.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
 				return p
@@ -44,12 +46,12 @@ func TestSchedulingMutations(t *testing.T) {
 			wantReasons: []string{ReasonPriorityClassRemoved},
 		},
 		"priority class allowed": {
-			pod: pod().SchedulerName(DefaultSchedulerName).PriorityClass("team-high").Obj(), policy: func(p *TeamPolicy) { p.AllowedPriorityClasses = []string{"team-high"} },
+			pod: pod().SchedulerName(contract.DefaultSchedulerName).PriorityClass("team-high").Obj(), policy: func(p *TeamPolicy) { p.AllowedPriorityClasses = []string{"team-high"} },
 			check: func(t *testing.T, s corev1.PodSpec, _ map[string]string) { eq(t, "team-high", s.PriorityClassName) },
 		},
 		"runtime class not allowed": {
 			pod: func() *corev1.Pod {
-				p := pod().SchedulerName(DefaultSchedulerName).RuntimeClass("kata").Obj()
+				p := pod().SchedulerName(contract.DefaultSchedulerName).RuntimeClass("kata").Obj()
 				p.Spec.Overhead = corev1.ResourceList{"cpu": resource.MustParse("100m")}
 				return p
 			}(),
@@ -61,13 +63,13 @@ func TestSchedulingMutations(t *testing.T) {
 			wantReasons: []string{ReasonRuntimeClassRemoved},
 		},
 		"queue label of another team removed": {
-			pod:         pod().SchedulerName(DefaultSchedulerName).Label(LabelKAIQueue, "payments").Obj(),
-			check:       func(t *testing.T, _ corev1.PodSpec, l map[string]string) { eq(t, "", l[LabelKAIQueue]) },
+			pod:         pod().SchedulerName(contract.DefaultSchedulerName).Label(contract.LabelKAIQueue, "payments").Obj(),
+			check:       func(t *testing.T, _ corev1.PodSpec, l map[string]string) { eq(t, "", l[contract.LabelKAIQueue]) },
 			wantReasons: []string{ReasonQueueSet},
 		},
 		"queue label replaced by the team's": {
-			pod: pod().SchedulerName(DefaultSchedulerName).Label(LabelKAIQueue, "payments").Obj(), policy: func(p *TeamPolicy) { p.Queue = "fraud" },
-			check:       func(t *testing.T, _ corev1.PodSpec, l map[string]string) { eq(t, "fraud", l[LabelKAIQueue]) },
+			pod: pod().SchedulerName(contract.DefaultSchedulerName).Label(contract.LabelKAIQueue, "payments").Obj(), policy: func(p *TeamPolicy) { p.Queue = "fraud" },
+			check:       func(t *testing.T, _ corev1.PodSpec, l map[string]string) { eq(t, "fraud", l[contract.LabelKAIQueue]) },
 			wantReasons: []string{ReasonQueueSet},
 		},
 	}

@@ -3,11 +3,19 @@ package syncer
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Security checks: things a tenant pod could use to reach the node, and thereby
-// every GPU and every other team's pods on it. Pod Security Admission is a second
-// layer; these hold even if a namespace's PSA labels are wrong.
+// every GPU and every other team's pods on it. Together with baseline.go they
+// are the Pod Security "baseline" profile — privileged, hostPath, host
+// namespaces here; capabilities, seccomp, AppArmor, procMount, sysctls,
+// hostPorts, Windows hostProcess and SELinux there — plus gpuvc's own rules (GPU
+// device env, share ConfigMaps, the reservation account). Pod Security
+// Admission is a second layer; these hold even if a namespace's PSA labels are
+// wrong or the team asked for podSecurity: privileged. They apply to gpuvc's
+// own pods too, which keep to the restricted profile.
 
 func checkPrivileged(in *Input) (string, string, bool) {
 	for _, c := range allContainers(in.Pod) {
@@ -75,9 +83,9 @@ func checkReservedConfigMaps(in *Input) (string, string, bool) {
 	deny := func(field, name string) (string, string, bool) {
 		return ReasonReservedConfigMap, fmt.Sprintf(
 			"%s=%s refers to a ConfigMap named %s*, a prefix reserved for gpuvc's GPU share assignments (limit: a pod reads only its own share); rename your ConfigMap",
-			field, name, ShareConfigMapPrefix), true
+			field, name, contract.ShareConfigMapPrefix), true
 	}
-	reserved := func(name string) bool { return strings.HasPrefix(name, ShareConfigMapPrefix) }
+	reserved := func(name string) bool { return strings.HasPrefix(name, contract.ShareConfigMapPrefix) }
 	for _, c := range allContainers(in.Pod) {
 		for i, e := range c.env {
 			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil && reserved(e.ValueFrom.ConfigMapKeyRef.Name) {
@@ -105,15 +113,11 @@ func checkReservedConfigMaps(in *Input) (string, string, bool) {
 	return "", "", false
 }
 
-// ReserveServiceAccount runs reservation pods; it may annotate pods of its
-// namespace, so only gpuvc itself may start pods with it.
-const ReserveServiceAccount = "gpuvc-reserve"
-
 func checkReservedServiceAccount(in *Input) (string, string, bool) {
-	if in.Trusted || in.Pod.Spec.ServiceAccountName != ReserveServiceAccount {
+	if in.Trusted || in.Pod.Spec.ServiceAccountName != contract.ReserveServiceAccount {
 		return "", "", false
 	}
 	return ReasonReservedServiceAccount, fmt.Sprintf(
 		"spec.serviceAccountName %q is reserved for gpuvc's GPU reservation pods (limit: only gpuvc may use it); remove it or use your own service account",
-		ReserveServiceAccount), true
+		contract.ReserveServiceAccount), true
 }

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestCheckPrivileged(t *testing.T) {
@@ -58,7 +60,11 @@ func TestCheckReservedConfigMaps(t *testing.T) {
 }
 
 func TestReservedServiceAccount(t *testing.T) {
-	reserve := func() *corev1.Pod { p := pod().Obj(); p.Spec.ServiceAccountName = ReserveServiceAccount; return p }
+	reserve := func() *corev1.Pod {
+		p := pod().Obj()
+		p.Spec.ServiceAccountName = contract.ReserveServiceAccount
+		return p
+	}
 	runCheckTable(t, checkReservedServiceAccount, map[string]checkCase{
 		"own service account": {pod: pod().Obj()},
 		"tenant borrows the reservation account": {

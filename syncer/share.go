@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // GPU shares (KAI-Scheduler compatible annotations). A pod annotated with
@@ -24,8 +26,8 @@ type share struct {
 }
 
 func hasShareAnnotations(pod *corev1.Pod) bool {
-	_, f := pod.Annotations[AnnotationKAIFraction]
-	_, m := pod.Annotations[AnnotationKAIMemory]
+	_, f := pod.Annotations[contract.AnnotationKAIFraction]
+	_, m := pod.Annotations[contract.AnnotationKAIMemory]
 	return f || m
 }
 
@@ -37,27 +39,27 @@ var decimal = regexp.MustCompile(`^[0-9]*\.?[0-9]+$`)
 // no share.
 func parseShare(in *Input) (s share, ok bool, reason, message string) {
 	a := in.Pod.Annotations
-	frac, hasFrac := a[AnnotationKAIFraction]
-	mem, hasMem := a[AnnotationKAIMemory]
+	frac, hasFrac := a[contract.AnnotationKAIFraction]
+	mem, hasMem := a[contract.AnnotationKAIMemory]
 	if !hasFrac && !hasMem {
 		return share{}, false, "", ""
 	}
 	if hasFrac && hasMem {
 		return share{}, true, ReasonInvalidGPUShare, fmt.Sprintf(
 			"metadata.annotations sets both %s=%q and %s=%q (limit: one of them); keep only one",
-			AnnotationKAIFraction, frac, AnnotationKAIMemory, mem)
+			contract.AnnotationKAIFraction, frac, contract.AnnotationKAIMemory, mem)
 	}
-	if n, set := a[AnnotationKAIFractionDevices]; set && n != "1" {
+	if n, set := a[contract.AnnotationKAIFractionDevices]; set && n != "1" {
 		return share{}, true, ReasonInvalidGPUShare, fmt.Sprintf(
 			"metadata.annotations[%s]=%q is not supported (limit: a share of 1 GPU); remove it, or request whole GPUs with %s",
-			AnnotationKAIFractionDevices, n, ResourceGPU)
+			contract.AnnotationKAIFractionDevices, n, contract.ResourceGPU)
 	}
 	if hasFrac {
 		f, err := strconv.ParseFloat(frac, 64)
 		if !decimal.MatchString(frac) || err != nil || math.IsNaN(f) || f <= 0 || f >= 1 {
 			return share{}, true, ReasonInvalidGPUShare, fmt.Sprintf(
 				"metadata.annotations[%s]=%q is not a fraction of a GPU (limit: a decimal number greater than 0 and less than 1, e.g. \"0.5\"); fix the value, or request %s: 1 for a whole GPU",
-				AnnotationKAIFraction, frac, ResourceGPU)
+				contract.AnnotationKAIFraction, frac, contract.ResourceGPU)
 		}
 		return share{fraction: strconv.FormatFloat(f, 'f', -1, 64)}, true, "", ""
 	}
@@ -65,12 +67,12 @@ func parseShare(in *Input) (s share, ok bool, reason, message string) {
 	if !decimal.MatchString(mem) || err != nil || m <= 0 {
 		return share{}, true, ReasonInvalidGPUShare, fmt.Sprintf(
 			"metadata.annotations[%s]=%q is not a memory size (limit: a whole number of MiB greater than 0, e.g. \"20000\"); fix the value",
-			AnnotationKAIMemory, mem)
+			contract.AnnotationKAIMemory, mem)
 	}
 	if limit := in.Policy.PoolGPUMemoryMiB; limit > 0 && m >= limit {
 		return share{}, true, ReasonInvalidGPUShare, fmt.Sprintf(
 			"metadata.annotations[%s]=%q MiB is not less than the %d MiB of one GPU of pool %s (limit: below %d MiB); ask for less, or request %s: 1 for a whole GPU",
-			AnnotationKAIMemory, mem, limit, in.Policy.Pool, limit, ResourceGPU)
+			contract.AnnotationKAIMemory, mem, limit, in.Policy.Pool, limit, contract.ResourceGPU)
 	}
 	return share{memoryMiB: m}, true, "", ""
 }
@@ -85,7 +87,7 @@ func checkShare(in *Input) (string, string, bool) {
 	if !in.Policy.FractionsEnabled {
 		return ReasonFractionsDisabled, fmt.Sprintf(
 			"metadata.annotations asks for a GPU share (%s/%s) but team %s has GPU sharing disabled (limit: whole GPUs or MIG); request %s or a MIG profile, or ask the platform team to enable fractions",
-			AnnotationKAIFraction, AnnotationKAIMemory, in.Policy.Team, ResourceGPU), true
+			contract.AnnotationKAIFraction, contract.AnnotationKAIMemory, in.Policy.Team, contract.ResourceGPU), true
 	}
 	if reason != "" {
 		return reason, message, true
@@ -108,7 +110,7 @@ func checkShare(in *Input) (string, string, bool) {
 // a hash so the result stays a valid name.
 func shareConfigMapName(pod string) string {
 	const maxLen = 253
-	name := ShareConfigMapPrefix + pod
+	name := contract.ShareConfigMapPrefix + pod
 	if len(name) <= maxLen {
 		return name
 	}
@@ -124,8 +126,8 @@ func mutateShare(in *Input) []Note {
 	pod := in.Pod
 	cm := shareConfigMapName(pod.Name)
 	changed := false
-	if !slices.ContainsFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == GateGPUShare }) {
-		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: GateGPUShare})
+	if !slices.ContainsFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.GateGPUShare }) {
+		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: contract.GateGPUShare})
 		changed = true
 	}
 	for _, wc := range workloadContainers(pod) {
@@ -142,5 +144,5 @@ func mutateShare(in *Input) []Note {
 	}
 	return []Note{{Normal, ReasonGPUShareGated, fmt.Sprintf(
 		"waiting for a GPU share: scheduling gate %s added and every container reads its GPU from ConfigMap %s; gpuvc removes the gate once a GPU is assigned",
-		GateGPUShare, cm)}}
+		contract.GateGPUShare, cm)}}
 }

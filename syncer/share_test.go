@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestCheckShare(t *testing.T) {
@@ -14,8 +16,8 @@ func TestCheckShare(t *testing.T) {
 		"half":             {pod: pod().GPUFraction("0.5").Obj()},
 		"leading dot":      {pod: pod().GPUFraction(".25").Obj()},
 		"memory":           {pod: pod().GPUMemory("20000").Obj()},
-		"one device":       {pod: pod().GPUFraction("0.5").Annotation(AnnotationKAIFractionDevices, "1").Obj()},
-		"two devices":      {pod: pod().GPUFraction("0.5").Annotation(AnnotationKAIFractionDevices, "2").Obj(), reason: ReasonInvalidGPUShare, says: []string{"gpu-fraction-num-devices"}},
+		"one device":       {pod: pod().GPUFraction("0.5").Annotation(contract.AnnotationKAIFractionDevices, "1").Obj()},
+		"two devices":      {pod: pod().GPUFraction("0.5").Annotation(contract.AnnotationKAIFractionDevices, "2").Obj(), reason: ReasonInvalidGPUShare, says: []string{"gpu-fraction-num-devices"}},
 		"fraction and mem": {pod: pod().GPUFraction("0.5").GPUMemory("100").Obj(), reason: ReasonInvalidGPUShare, says: []string{"both"}},
 		"memory of a whole GPU": {
 			pod: pod().GPUMemory("81920").Obj(), reason: ReasonInvalidGPUShare, says: []string{`[gpu-memory]="81920"`, "below 81920 MiB"},
@@ -49,7 +51,7 @@ func TestMutateShare(t *testing.T) {
 		t.Errorf("notes (-want +got):\n%s", diff)
 	}
 	got := in.Pod
-	if diff := cmp.Diff([]corev1.PodSchedulingGate{{Name: GateGPUShare}}, got.Spec.SchedulingGates); diff != "" {
+	if diff := cmp.Diff([]corev1.PodSchedulingGate{{Name: contract.GateGPUShare}}, got.Spec.SchedulingGates); diff != "" {
 		t.Errorf("gates (-want +got):\n%s", diff)
 	}
 	want := []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "gpuvc-share-p"}}}}
@@ -58,13 +60,13 @@ func TestMutateShare(t *testing.T) {
 			t.Errorf("container %s envFrom (-want +got):\n%s", c.Name, diff)
 		}
 	}
-	wantLabels := map[string]string{LabelTeam: "fraud", LabelGPUShare: "true"}
+	wantLabels := map[string]string{contract.LabelTeam: "fraud", contract.LabelGPUShare: "true"}
 	if diff := cmp.Diff(wantLabels, got.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 	wantAnn := map[string]string{
-		AnnotationKAIFraction: "0.50", AnnotationRole: RoleWorkload,
-		AnnotationGPUFraction: "0.5", AnnotationShareConfigMap: "gpuvc-share-p",
+		contract.AnnotationKAIFraction: "0.50", contract.AnnotationRole: contract.RoleWorkload,
+		contract.AnnotationGPUFraction: "0.5", contract.AnnotationShareConfigMap: "gpuvc-share-p",
 	}
 	if diff := cmp.Diff(wantAnn, got.Annotations); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
@@ -80,7 +82,7 @@ func TestShareConfigMapName(t *testing.T) {
 	}
 	long := strings.Repeat("a", 253)
 	got := shareConfigMapName(long)
-	if len(got) != 253 || !strings.HasPrefix(got, ShareConfigMapPrefix) {
+	if len(got) != 253 || !strings.HasPrefix(got, contract.ShareConfigMapPrefix) {
 		t.Errorf("long name: got %q (%d chars)", got, len(got))
 	}
 	if shareConfigMapName(long) == shareConfigMapName(strings.Repeat("a", 252)+"b") {

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // UPDATEs. vCluster keeps updating host pods (labels, annotations, images), and
@@ -24,32 +26,32 @@ func mutateRestoreReserved(in *Input) []Note {
 		return nil
 	}
 	// gpuvc reserve records its GPU's UUID on its own reservation pod, once.
-	uuid, recording := in.Pod.Annotations[AnnotationGPUUUID]
-	_, recorded := in.Old.Annotations[AnnotationGPUUUID]
-	recording = recording && !recorded && in.ReserveWriter && in.Old.Labels[LabelRole] == RoleReservation
+	uuid, recording := in.Pod.Annotations[contract.AnnotationGPUUUID]
+	_, recorded := in.Old.Annotations[contract.AnnotationGPUUUID]
+	recording = recording && !recorded && in.ReserveWriter && in.Old.Labels[contract.LabelRole] == contract.RoleReservation
 	var changed []string
 	in.Pod.Labels = restoreReserved(in.Pod.Labels, in.Old.Labels, "label ", &changed)
 	in.Pod.Annotations = restoreReserved(in.Pod.Annotations, in.Old.Annotations, "annotation ", &changed)
 	if recording {
-		in.Pod.Annotations[AnnotationGPUUUID] = uuid
-		changed = slices.DeleteFunc(changed, func(c string) bool { return strings.HasPrefix(c, "annotation "+AnnotationGPUUUID+" ") })
+		in.Pod.Annotations[contract.AnnotationGPUUUID] = uuid
+		changed = slices.DeleteFunc(changed, func(c string) bool { return strings.HasPrefix(c, "annotation "+contract.AnnotationGPUUUID+" ") })
 	}
 	if len(changed) == 0 {
 		return nil
 	}
 	return []Note{{Warning, ReasonReservedMetadataRestored, fmt.Sprintf(
-		"restored %s: keys under %s are written by gpuvc only", strings.Join(changed, ", "), ReservedPrefix)}}
+		"restored %s: keys under %s are written by gpuvc only", strings.Join(changed, ", "), contract.ReservedPrefix)}}
 }
 
 func restoreReserved(have, old map[string]string, kind string, changed *[]string) map[string]string {
 	for _, k := range slices.Sorted(maps.Keys(have)) {
-		if _, ok := old[k]; !ok && strings.HasPrefix(k, ReservedPrefix) {
+		if _, ok := old[k]; !ok && strings.HasPrefix(k, contract.ReservedPrefix) {
 			*changed = append(*changed, fmt.Sprintf("%s%s (removed %q)", kind, k, have[k]))
 			delete(have, k)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(old)) {
-		if !strings.HasPrefix(k, ReservedPrefix) {
+		if !strings.HasPrefix(k, contract.ReservedPrefix) {
 			continue
 		}
 		if v, ok := have[k]; !ok || v != old[k] {
@@ -68,34 +70,34 @@ func mutateRestoreGate(in *Input) []Note {
 		return nil
 	}
 	has := func(p *corev1.Pod) bool {
-		return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == GateGPUShare })
+		return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.GateGPUShare })
 	}
 	if !has(in.Old) || has(in.Pod) {
 		return nil
 	}
-	in.Pod.Spec.SchedulingGates = append(in.Pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: GateGPUShare})
+	in.Pod.Spec.SchedulingGates = append(in.Pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: contract.GateGPUShare})
 	return []Note{{Warning, ReasonShareGateRestored, fmt.Sprintf(
-		"scheduling gate %s restored: only gpuvc removes it, once the pod's GPU share is assigned", GateGPUShare)}}
+		"scheduling gate %s restored: only gpuvc removes it, once the pod's GPU share is assigned", contract.GateGPUShare)}}
 }
 
 func mutateRestorePoolSelector(in *Input) []Note {
-	old, ok := in.Old.Spec.NodeSelector[LabelPool]
-	if !ok || in.Pod.Spec.NodeSelector[LabelPool] == old {
+	old, ok := in.Old.Spec.NodeSelector[contract.LabelPool]
+	if !ok || in.Pod.Spec.NodeSelector[contract.LabelPool] == old {
 		return nil
 	}
-	have := in.Pod.Spec.NodeSelector[LabelPool]
+	have := in.Pod.Spec.NodeSelector[contract.LabelPool]
 	if in.Pod.Spec.NodeSelector == nil {
 		in.Pod.Spec.NodeSelector = map[string]string{}
 	}
-	in.Pod.Spec.NodeSelector[LabelPool] = old
+	in.Pod.Spec.NodeSelector[contract.LabelPool] = old
 	return []Note{{Warning, ReasonPoolSelectorRestored, fmt.Sprintf(
-		"spec.nodeSelector[%s]=%q restored to %s: the pod stays in its pool", LabelPool, have, old)}}
+		"spec.nodeSelector[%s]=%q restored to %s: the pod stays in its pool", contract.LabelPool, have, old)}}
 }
 
 // mutateUpdateTolerations removes added tolerations that reach other pools and
 // puts back removed ones (the API server refuses removals anyway).
 func mutateUpdateTolerations(in *Input) []Note {
-	pool := in.Old.Spec.NodeSelector[LabelPool]
+	pool := in.Old.Spec.NodeSelector[contract.LabelPool]
 	if pool == "" {
 		pool = in.pool()
 	}
@@ -135,20 +137,20 @@ func mutateUpdateTolerations(in *Input) []Note {
 
 // mutateRestoreQueue keeps the queue label gpuvc set on CREATE.
 func mutateRestoreQueue(in *Input) []Note {
-	old, hadOld := in.Old.Labels[LabelKAIQueue]
-	have, has := in.Pod.Labels[LabelKAIQueue]
+	old, hadOld := in.Old.Labels[contract.LabelKAIQueue]
+	have, has := in.Pod.Labels[contract.LabelKAIQueue]
 	if hadOld == has && old == have {
 		return nil
 	}
 	if !hadOld {
-		delete(in.Pod.Labels, LabelKAIQueue)
+		delete(in.Pod.Labels, contract.LabelKAIQueue)
 	} else {
 		if in.Pod.Labels == nil {
 			in.Pod.Labels = map[string]string{}
 		}
-		in.Pod.Labels[LabelKAIQueue] = old
+		in.Pod.Labels[contract.LabelKAIQueue] = old
 	}
-	return []Note{{Warning, ReasonQueueSet, fmt.Sprintf("label %s restored to %q: the queue is chosen by the team policy", LabelKAIQueue, old)}}
+	return []Note{{Warning, ReasonQueueSet, fmt.Sprintf("label %s restored to %q: the queue is chosen by the team policy", contract.LabelKAIQueue, old)}}
 }
 
 // storesChange reports whether the API server would store a different pod

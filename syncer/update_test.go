@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // admitted returns a pod as the create chain leaves it.
@@ -39,15 +41,15 @@ func TestUpdateChain(t *testing.T) {
 		},
 		"forged share annotations are restored": {
 			edit: func(p *corev1.Pod) {
-				p.Annotations[AnnotationGPUFraction] = "0.99"
-				p.Annotations[AnnotationShareConfigMap] = "gpuvc-share-victim"
+				p.Annotations[contract.AnnotationGPUFraction] = "0.99"
+				p.Annotations[contract.AnnotationShareConfigMap] = "gpuvc-share-victim"
 				p.Labels["gpuvc.dev/extra"] = "x"
-				delete(p.Labels, LabelTeam)
+				delete(p.Labels, contract.LabelTeam)
 			},
 			check: func(t *testing.T, p *corev1.Pod) {
-				eq(t, "0.5", p.Annotations[AnnotationGPUFraction])
-				eq(t, "gpuvc-share-p", p.Annotations[AnnotationShareConfigMap])
-				eq(t, "fraud", p.Labels[LabelTeam])
+				eq(t, "0.5", p.Annotations[contract.AnnotationGPUFraction])
+				eq(t, "gpuvc-share-p", p.Annotations[contract.AnnotationShareConfigMap])
+				eq(t, "fraud", p.Labels[contract.LabelTeam])
 				eq(t, "", p.Labels["gpuvc.dev/extra"])
 			},
 			wantReasons: []string{ReasonReservedMetadataRestored},
@@ -65,18 +67,18 @@ func TestUpdateChain(t *testing.T) {
 			wantReasons: []string{ReasonTolerationRestored},
 		},
 		"pool selector change is restored": {
-			edit:        func(p *corev1.Pod) { p.Spec.NodeSelector[LabelPool] = "h100" },
-			check:       func(t *testing.T, p *corev1.Pod) { eq(t, "a100", p.Spec.NodeSelector[LabelPool]) },
+			edit:        func(p *corev1.Pod) { p.Spec.NodeSelector[contract.LabelPool] = "h100" },
+			check:       func(t *testing.T, p *corev1.Pod) { eq(t, "a100", p.Spec.NodeSelector[contract.LabelPool]) },
 			wantReasons: []string{ReasonPoolSelectorRestored},
 		},
 		"queue label is restored": {
-			edit:        func(p *corev1.Pod) { p.Labels[LabelKAIQueue] = "payments" },
-			check:       func(t *testing.T, p *corev1.Pod) { eq(t, "", p.Labels[LabelKAIQueue]) },
+			edit:        func(p *corev1.Pod) { p.Labels[contract.LabelKAIQueue] = "payments" },
+			check:       func(t *testing.T, p *corev1.Pod) { eq(t, "", p.Labels[contract.LabelKAIQueue]) },
 			wantReasons: []string{ReasonQueueSet},
 		},
 		"tenant's fraction change after creation is ignored": {
-			edit:  func(p *corev1.Pod) { p.Annotations[AnnotationKAIFraction] = "0.9" },
-			check: func(t *testing.T, p *corev1.Pod) { eq(t, "0.5", p.Annotations[AnnotationGPUFraction]) },
+			edit:  func(p *corev1.Pod) { p.Annotations[contract.AnnotationKAIFraction] = "0.9" },
+			check: func(t *testing.T, p *corev1.Pod) { eq(t, "0.5", p.Annotations[contract.AnnotationGPUFraction]) },
 		},
 	}
 	for name, tc := range cases {
@@ -116,7 +118,7 @@ func TestUpdateAffinityWhileGated(t *testing.T) {
 
 func TestReservationRecordsItsGPUOnce(t *testing.T) {
 	reservation := func() *corev1.Pod {
-		in := input(pod().GPUs("1").Label(LabelRole, RoleReservation).Obj())
+		in := input(pod().GPUs("1").Label(contract.LabelRole, contract.RoleReservation).Obj())
 		in.Trusted = true
 		if r := createChain(in.Role).Run(in); r.Denied() {
 			t.Fatalf("reservation refused: %s", r.Message())
@@ -136,29 +138,29 @@ func TestReservationRecordsItsGPUOnce(t *testing.T) {
 			if p.Annotations == nil {
 				p.Annotations = map[string]string{}
 			}
-			p.Annotations[AnnotationGPUUUID] = u
+			p.Annotations[contract.AnnotationGPUUUID] = u
 		}
 	}
 	old := reservation()
 	got := update(old, true, setUUID("GPU-1"))
-	eq(t, "GPU-1", got.Annotations[AnnotationGPUUUID])
+	eq(t, "GPU-1", got.Annotations[contract.AnnotationGPUUUID])
 
 	// Once recorded, it cannot be changed, and nobody else may record it.
-	got.Labels, got.Annotations = old.Labels, map[string]string{AnnotationGPUUUID: "GPU-1"}
-	eq(t, "GPU-1", update(got, true, setUUID("GPU-2")).Annotations[AnnotationGPUUUID])
-	eq(t, "", update(old, false, setUUID("GPU-3")).Annotations[AnnotationGPUUUID])
+	got.Labels, got.Annotations = old.Labels, map[string]string{contract.AnnotationGPUUUID: "GPU-1"}
+	eq(t, "GPU-1", update(got, true, setUUID("GPU-2")).Annotations[contract.AnnotationGPUUUID])
+	eq(t, "", update(old, false, setUUID("GPU-3")).Annotations[contract.AnnotationGPUUUID])
 	// A workload cannot be given a UUID by the reservation account.
-	eq(t, "", update(admitted(t, pod().Obj()), true, setUUID("GPU-4")).Annotations[AnnotationGPUUUID])
+	eq(t, "", update(admitted(t, pod().Obj()), true, setUUID("GPU-4")).Annotations[contract.AnnotationGPUUUID])
 }
 
 func TestReservationKeepsItsWholeGPU(t *testing.T) {
-	in := input(pod().GPUs("1").Label(LabelRole, RoleReservation).Obj())
+	in := input(pod().GPUs("1").Label(contract.LabelRole, contract.RoleReservation).Obj())
 	in.Trusted = true
 	in.Policy.WholeGPUAs = "3g.40gb"
 	in.Policy.AllowedMIGProfiles = []string{"3g.40gb"}
 	if r := createChain(in.Role).Run(in); r.Denied() {
 		t.Fatalf("reservation refused: %s", r.Message())
 	}
-	q := in.Pod.Spec.Containers[0].Resources.Limits[ResourceGPU]
+	q := in.Pod.Spec.Containers[0].Resources.Limits[contract.ResourceGPU]
 	eq(t, int64(1), q.Value())
 }

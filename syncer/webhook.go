@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Paths the webhook server serves.
@@ -89,7 +91,7 @@ func (w *Webhook) input(ctx context.Context, req admission.Request) (*Input, *ad
 		return respond(admission.Denied(fmt.Sprintf("gpuvc: %s: %v; pods in this namespace are refused until the platform team fixes it", ReasonNoTeamPolicy, err)))
 	}
 	in := &Input{Policy: policy, Pod: &corev1.Pod{}, MIG: w.opts.MIG, Trusted: slices.Contains(w.opts.TrustedUsers, req.UserInfo.Username),
-		ReserveWriter: req.UserInfo.Username == "system:serviceaccount:"+req.Namespace+":"+ReserveServiceAccount}
+		ReserveWriter: req.UserInfo.Username == "system:serviceaccount:"+req.Namespace+":"+contract.ReserveServiceAccount}
 	if err := w.decoder.DecodeRaw(req.Object, in.Pod); err != nil {
 		return respond(admission.Errored(400, err))
 	}

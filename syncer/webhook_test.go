@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
 )
 
@@ -133,12 +134,12 @@ func (h *harness) drainEvents() []string {
 
 func TestHandlersCreateAdmitsAndExplains(t *testing.T) {
 	h := newHarness(t)
-	tenantPod := pod().GPUs("1").TolerateTaint(LabelPool, "h100").Obj()
+	tenantPod := pod().GPUs("1").TolerateTaint(contract.LabelPool, "h100").Obj()
 	got, resp := h.mutate(t, h.request(t, admissionv1.Create, tenantPod, nil, h.tenant))
 	if !resp.Allowed {
 		t.Fatalf("refused: %s", resp.Result.Message)
 	}
-	eq(t, "a100", got.Spec.NodeSelector[LabelPool])
+	eq(t, "a100", got.Spec.NodeSelector[contract.LabelPool])
 	if len(h.drainEvents()) != 0 {
 		t.Error("the mutating webhook must leave events to the validating one (no UID yet)")
 	}
@@ -259,7 +260,7 @@ func TestHandlersUpdateEventsOnlyOnChange(t *testing.T) {
 	}
 	refused := old.DeepCopy()
 	refused.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: LabelPool, Operator: corev1.NodeSelectorOpIn, Values: []string{"h100"}}}}},
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: contract.LabelPool, Operator: corev1.NodeSelectorOpIn, Values: []string{"h100"}}}}},
 	}}}
 	if _, resp := h.mutate(t, h.request(t, admissionv1.Update, refused, old, h.tenant)); resp.Allowed {
 		t.Fatal("affinity to h100 admitted")

@@ -3,11 +3,12 @@ package vclusters
 import (
 	"encoding/json"
 	"fmt"
+
 	"k8s.io/utils/ptr"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 
-	"github.com/gpuvc/gpuvc/kind/nodepool"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Control-plane image: the open-source build, tagged with the chart's version. The
@@ -45,7 +46,7 @@ func HelmValues(spec Spec) (map[string]any, error) {
 // buildValues maps a valid spec onto the chart's values.
 func buildValues(spec Spec) values {
 	host, _ := serverHost(spec.KubeconfigServer) // validated
-	poolToleration := nodepool.PoolTaint + "=" + spec.Pool + ":" + string(corev1.TaintEffectNoSchedule)
+	poolToleration := contract.LabelPool + "=" + spec.Pool + ":" + string(corev1.TaintEffectNoSchedule)
 	v := values{
 		ControlPlane: controlPlaneValues{
 			StatefulSet: statefulSetValues{
@@ -72,7 +73,7 @@ func buildValues(spec Spec) values {
 			ToHost: toHostValues{Pods: podSyncValues{EnforceTolerations: []string{poolToleration}}},
 			FromHost: fromHostValues{Nodes: nodeSyncValues{
 				Enabled:  spec.SyncRealNodes,
-				Selector: nodeSelectorValues{Labels: map[string]string{nodepool.PoolLabel: spec.Pool}},
+				Selector: nodeSelectorValues{Labels: map[string]string{contract.LabelPool: spec.Pool}},
 			}},
 		},
 		// Quota, limits and network policy are the manager's, on the host namespace.
@@ -143,9 +144,9 @@ func controlPlaneScheduling(pool string) schedulingValues {
 		return schedulingValues{}
 	}
 	return schedulingValues{
-		NodeSelector: map[string]string{nodepool.PoolLabel: pool},
+		NodeSelector: map[string]string{contract.LabelPool: pool},
 		Tolerations: []corev1.Toleration{{
-			Key:      nodepool.PoolTaint,
+			Key:      contract.LabelPool,
 			Operator: corev1.TolerationOpEqual,
 			Value:    pool,
 			Effect:   corev1.TaintEffectNoSchedule,

@@ -14,13 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
 
@@ -65,21 +65,6 @@ func createVolume(ctx context.Context, t *testing.T, c kubernetes.Interface, nam
 	})
 }
 
-// poll waits until cond holds, failing the test with what was last seen.
-func poll(ctx context.Context, t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
-		ok, seen, err := cond(ctx)
-		last = seen
-		if err != nil {
-			last = err.Error()
-		}
-		return ok, nil
-	})
-	require.NoError(t, err, "waiting for %s; last seen: %s", what, last)
-}
-
 // helmRevisions lists the revisions Helm stores for a release, read straight from
 // its Secret storage (labels owner=helm, name=<release>), by revision.
 func helmRevisions(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name string) map[string]string {
@@ -104,7 +89,7 @@ func controlPlanePods(ctx context.Context, c kubernetes.Interface, ns, release s
 func waitReady(ctx context.Context, t *testing.T, vc *vclusters.Client, spec vclusters.Spec) vclusters.Readiness {
 	t.Helper()
 	var r vclusters.Readiness
-	poll(ctx, t, "the vCluster to be ready", func(ctx context.Context) (bool, string, error) {
+	poll.UntilSeen(ctx, t, pollTimeout, "the vCluster to be ready", func(ctx context.Context) (bool, string, error) {
 		var err error
 		r, err = vc.Ready(ctx, spec)
 		return r.Ready, fmt.Sprintf("%s: %s", r.Reason, r.Message), err
@@ -165,14 +150,14 @@ func TestLifecycleRealChart(t *testing.T) {
 	require.NoError(t, err, "ClusterRole for syncing the pool's nodes")
 
 	// The control-plane pod lands on the CPU node (GPU pools are tainted) and runs.
-	poll(ctx, t, "the control-plane pod to run on system-0", func(ctx context.Context) (bool, string, error) {
+	poll.UntilSeen(ctx, t, pollTimeout, "the control-plane pod to run on system-0", func(ctx context.Context) (bool, string, error) {
 		pods, err := controlPlanePods(ctx, c, ns, "fraud")
 		if err != nil || len(pods) != 1 {
 			return false, fmt.Sprintf("%d pods", len(pods)), err
 		}
 		p := pods[0]
 		return p.Spec.NodeName == "system-0" && p.Status.Phase == corev1.PodRunning,
-			fmt.Sprintf("pod %s on %q phase %s conditions %v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions), nil
+			"pod " + p.Name + ": " + poll.DescribePod(&p), nil
 	})
 	r = waitReady(ctx, t, vc, spec)
 	require.Equal(t, vclusters.ReasonReady, r.Reason)
@@ -200,7 +185,7 @@ func TestLifecycleRealChart(t *testing.T) {
 	requests := syncerContainer(t, sts).Resources.Requests
 	require.Equal(t, "512Mi", requests.Memory().String())
 	// The rolled-out pod carries the change and the control plane is ready again.
-	poll(ctx, t, "the control-plane pod to be replaced with the new resources", func(ctx context.Context) (bool, string, error) {
+	poll.UntilSeen(ctx, t, pollTimeout, "the control-plane pod to be replaced with the new resources", func(ctx context.Context) (bool, string, error) {
 		pods, err := controlPlanePods(ctx, c, ns, "fraud")
 		if err != nil || len(pods) != 1 {
 			return false, fmt.Sprintf("%d pods", len(pods)), err
@@ -243,7 +228,7 @@ func TestLifecycleRealChart(t *testing.T) {
 	_, err = vc.Release(ctx, changed)
 	require.ErrorIs(t, err, vclusters.ErrReleaseNotFound)
 	require.Empty(t, helmRevisions(ctx, t, c, ns, "fraud"))
-	poll(ctx, t, "the release's objects to be gone", func(ctx context.Context) (bool, string, error) {
+	poll.UntilSeen(ctx, t, pollTimeout, "the release's objects to be gone", func(ctx context.Context) (bool, string, error) {
 		var left []string
 		if _, err := c.AppsV1().StatefulSets(ns).Get(ctx, "fraud", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			left = append(left, "StatefulSet/fraud")
@@ -369,7 +354,7 @@ func TestReadyExplainsUnschedulableControlPlane(t *testing.T) {
 	_, err = vc.Apply(ctx, spec)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = vc.Uninstall(context.Background(), spec) })
-	poll(ctx, t, "Ready to explain the unschedulable pod", func(ctx context.Context) (bool, string, error) {
+	poll.UntilSeen(ctx, t, pollTimeout, "Ready to explain the unschedulable pod", func(ctx context.Context) (bool, string, error) {
 		r, err := vc.Ready(ctx, spec)
 		if err != nil {
 			return false, "", err

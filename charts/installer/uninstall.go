@@ -12,9 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
-	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 
 // UninstallOptions are Uninstall's inputs.
@@ -149,11 +150,12 @@ func workloadFirst(name string) bool {
 
 // teams lists the Teams on the cluster; none when the CRD is not installed.
 func (in *Installer) teams(ctx context.Context) (all, deleting []string, err error) {
-	c, err := teamctl.New(in.rest)
+	c, err := client.New(in.rest, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, nil, err
 	}
-	list, err := c.List(ctx)
+	list := &gpuvcv1.TeamList{}
+	err = c.List(ctx, list)
 	if apimeta.IsNoMatchError(err) {
 		return nil, nil, nil
 	}

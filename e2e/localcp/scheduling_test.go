@@ -2,6 +2,7 @@ package localcp_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 )
 
 func createNamespace(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) {
@@ -31,15 +32,16 @@ func createNamespace(ctx context.Context, t *testing.T, c kubernetes.Interface, 
 func waitForPod(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
+	last := "never read" // a first Get that fails leaves no pod to describe
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		pod = p
+		pod, last = p, fmt.Sprintf("%+v", p.Status)
 		return cond(p), nil
 	})
-	require.NoError(t, err, "pod %s/%s never reached the expected state; last status: %+v", ns, name, pod.Status)
+	require.NoError(t, err, "pod %s/%s never reached the expected state; last status: %s", ns, name, last)
 	return pod
 }
 

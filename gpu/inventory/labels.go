@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuvc/gpuvc/gpu/mig"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Strategy is the device plugin's / GFD's MIG strategy.
@@ -17,11 +18,8 @@ const (
 	StrategyMixed  Strategy = "mixed"  // nvidia.com/mig-<profile> per profile
 )
 
-// Resource names of whole GPUs and label keys, as NVIDIA's components use them.
-const (
-	ResourceGPU = "nvidia.com/gpu"
-	labelPrefix = "nvidia.com/"
-)
+// labelPrefix starts the label keys of NVIDIA's components.
+const labelPrefix = contract.NVIDIAPrefix
 
 // profileStat sums the MIG devices of one profile over a node.
 type profileStat struct {
@@ -151,7 +149,7 @@ func Capacity(inv Inventory, s Strategy) (map[string]int64, error) {
 	switch s {
 	case StrategyNone:
 		if len(inv.GPUs) > 0 {
-			c[ResourceGPU] = int64(len(inv.GPUs))
+			c[contract.ResourceGPU] = int64(len(inv.GPUs))
 		}
 	case StrategySingle:
 		if len(inv.GPUs) == 0 {
@@ -161,11 +159,11 @@ func Capacity(inv Inventory, s Strategy) (map[string]int64, error) {
 		if err != nil {
 			return nil, err
 		}
-		c[ResourceGPU] = n
+		c[contract.ResourceGPU] = n
 	case StrategyMixed:
 		for _, g := range inv.GPUs {
 			if !g.MIG.Enabled {
-				c[ResourceGPU]++
+				c[contract.ResourceGPU]++
 			}
 		}
 		stats, order := migProfiles(inv)

@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-)
 
-// ResourcePrefix is the extended-resource prefix the NVIDIA device plugin uses
-// for MIG devices with the "mixed" strategy.
-const ResourcePrefix = "nvidia.com/mig-"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+)
 
 // Profile is one GPU-instance profile of a model, e.g. 1g.10gb on A100-80GB.
 type Profile struct {
@@ -78,14 +76,14 @@ func positiveInt(s string) (int, error) {
 // "1g.10gb" -> "nvidia.com/mig-1g.10gb", "1g.10gb+me" -> "nvidia.com/mig-1g.10gb.me"
 // (resource names may not contain '+').
 func ResourceName(profile string) string {
-	return ResourcePrefix + strings.ReplaceAll(profile, "+", ".")
+	return contract.ResourceMIGPrefix + strings.ReplaceAll(profile, "+", ".")
 }
 
 // ParseResourceName is the inverse of ResourceName.
 func ParseResourceName(resource string) (ProfileName, error) {
-	rest, ok := strings.CutPrefix(resource, ResourcePrefix)
+	rest, ok := strings.CutPrefix(resource, contract.ResourceMIGPrefix)
 	if !ok {
-		return ProfileName{}, fmt.Errorf("invalid MIG resource name %q: want prefix %q", resource, ResourcePrefix)
+		return ProfileName{}, fmt.Errorf("invalid MIG resource name %q: want prefix %q", resource, contract.ResourceMIGPrefix)
 	}
 	if strings.ContainsAny(rest, "+ ") {
 		return ProfileName{}, fmt.Errorf("invalid MIG resource name %q: '+' and spaces are not allowed", resource)
@@ -95,7 +93,7 @@ func ParseResourceName(resource string) (ProfileName, error) {
 	}
 	n, err := ParseProfileName(rest)
 	if err != nil {
-		return ProfileName{}, fmt.Errorf("invalid MIG resource name %q: want %s<slices>g.<memory>gb[.me]", resource, ResourcePrefix)
+		return ProfileName{}, fmt.Errorf("invalid MIG resource name %q: want %s<slices>g.<memory>gb[.me]", resource, contract.ResourceMIGPrefix)
 	}
 	return n, nil
 }

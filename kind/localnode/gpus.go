@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
-	"github.com/gpuvc/gpuvc/kind/deviceplugin"
+	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
 )
 
 // serveGPUs starts serving the simulated inventory to the kubelet through the

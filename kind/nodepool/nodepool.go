@@ -7,22 +7,9 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
-)
 
-// Label and taint keys gpuvc uses on host nodes.
-const (
-	PoolLabel = "gpuvc.dev/pool"
-	PoolTaint = "gpuvc.dev/pool"
-	// SimulatedLabel marks nodes whose GPUs are simulated: no NVML, no real device.
-	// Components that would read a GPU (reservation pods) use simulated identities.
-	SimulatedLabel = "gpuvc.dev/simulated"
-)
-
-// GPU resource names the NVIDIA device plugin advertises.
-const (
-	ResourceGPU       = "nvidia.com/gpu"
-	ResourceMIGPrefix = "nvidia.com/mig-"
+	"github.com/gpuvc/gpuvc/gpu/mig"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Pool is a set of nodes that share a label and, for GPU pools, a NoSchedule taint
@@ -78,7 +65,7 @@ func (g GPUs) WholeGPUs() int { return g.Count - g.MIGModeGPUs() }
 // Labels returns the node's labels: pool, GFD-style GPU facts and OS/arch.
 func (p Pool) Labels(n Node) map[string]string {
 	l := map[string]string{
-		PoolLabel:                p.Name,
+		contract.LabelPool:       p.Name,
 		"kubernetes.io/hostname": n.Name,
 		"kubernetes.io/os":       "linux",
 		"kubernetes.io/arch":     "amd64",
@@ -87,18 +74,18 @@ func (p Pool) Labels(n Node) map[string]string {
 		return l
 	}
 	g := n.GPU
-	l[SimulatedLabel] = "true"
-	l["nvidia.com/gpu.present"] = "true"
-	l["nvidia.com/gpu.product"] = g.Product
-	l["nvidia.com/gpu.count"] = strconv.Itoa(g.Count)
-	l["nvidia.com/gpu.memory"] = strconv.Itoa(g.MemoryMiB)
+	l[contract.LabelSimulated] = "true"
+	l[contract.LabelGPUPresent] = "true"
+	l[contract.LabelGPUProduct] = g.Product
+	l[contract.LabelGPUCount] = strconv.Itoa(g.Count)
+	l[contract.LabelGPUMemory] = strconv.Itoa(g.MemoryMiB)
 	if len(g.MIG) == 0 {
 		return l
 	}
-	l["nvidia.com/mig.capable"] = "true"
-	l["nvidia.com/mig.strategy"] = "mixed"
+	l[contract.LabelMIGCapable] = "true"
+	l[contract.LabelMIGStrategy] = "mixed"
 	for profile, count := range g.MIG {
-		l["nvidia.com/mig-"+profile+".count"] = strconv.Itoa(count)
+		l[contract.ResourceMIGPrefix+profile+".count"] = strconv.Itoa(count)
 	}
 	return l
 }
@@ -108,7 +95,7 @@ func (p Pool) Taints() []Taint {
 	if !p.Taint {
 		return nil
 	}
-	return []Taint{{Key: PoolTaint, Value: p.Name, Effect: "NoSchedule"}}
+	return []Taint{{Key: contract.LabelPool, Value: p.Name, Effect: "NoSchedule"}}
 }
 
 // Taint is a node taint without Kubernetes types.
@@ -124,7 +111,7 @@ func (n Node) Capacity() map[string]string {
 		return c
 	}
 	if whole := n.GPU.WholeGPUs(); whole > 0 {
-		c[ResourceGPU] = strconv.Itoa(whole)
+		c[contract.ResourceGPU] = strconv.Itoa(whole)
 	}
 	for profile, count := range n.GPU.MIG {
 		c[MIGResource(profile)] = strconv.Itoa(count)
@@ -135,7 +122,7 @@ func (n Node) Capacity() map[string]string {
 // MIGResource is the device-plugin resource name of a MIG profile in mixed strategy:
 // "1g.10gb" → "nvidia.com/mig-1g.10gb", "1g.10gb+me" → "nvidia.com/mig-1g.10gb.me".
 func MIGResource(profile string) string {
-	return ResourceMIGPrefix + strings.ReplaceAll(profile, "+", ".")
+	return mig.ResourceName(profile)
 }
 
 // Validate reports the first inconsistency in a set of pools, naming it.

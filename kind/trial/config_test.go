@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // joinConfig is the part of kubeadm's JoinConfiguration the trial's patches touch.
@@ -58,7 +59,7 @@ func TestClusterConfigMirrorsThePools(t *testing.T) {
 		if join.Kind != "JoinConfiguration" || join.APIVersion != "" {
 			t.Errorf("patch kind %q apiVersion %q: want JoinConfiguration of any version", join.Kind, join.APIVersion)
 		}
-		w := worker{Pool: n.Labels[nodepool.PoolLabel], Product: n.Labels["nvidia.com/gpu.product"], Simulated: n.Labels[nodepool.SimulatedLabel]}
+		w := worker{Pool: n.Labels[contract.LabelPool], Product: n.Labels["nvidia.com/gpu.product"], Simulated: n.Labels[contract.LabelSimulated]}
 		for _, tt := range join.NodeRegistration.Taints {
 			w.Taints = append(w.Taints, tt.Key+"="+tt.Value+":"+tt.Effect)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/localstack"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // ErrCannotRun is returned (wrapped, saying what is missing) when neither the
@@ -148,7 +149,7 @@ func nodeGPUs(ctx context.Context, c *Cluster) ([]NodeGPUs, error) {
 		for k, v := range n.Status.Allocatable {
 			alloc[string(k)] = v.String()
 		}
-		out = append(out, NodeGPUs{Pool: n.Labels[nodepool.PoolLabel], Node: n.Name, GPUs: gpuList(alloc)})
+		out = append(out, NodeGPUs{Pool: n.Labels[contract.LabelPool], Node: n.Name, GPUs: gpuList(alloc)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	return out, nil

@@ -10,14 +10,14 @@ import (
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/mig"
-	"github.com/gpuvc/gpuvc/kind/deviceplugin"
+	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // SystemPool is the pool of the trial's system node: gpuvc's manager and every
 // team's vCluster control plane run there (the webhook pins control planes to it).
-const SystemPool = syncer.DefaultSystemPool
+const SystemPool = contract.DefaultSystemPool
 
 // Pools returns the trial's node pools, one kind worker per node:
 //   - system: system-0, untainted, with 4 A100-80GB (2 whole, 2 in MIG mode with

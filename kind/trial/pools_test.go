@@ -8,9 +8,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
-	"github.com/gpuvc/gpuvc/kind/deviceplugin"
+	"github.com/gpuvc/gpuvc/gpu/nodeagent"
+	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
-	"github.com/gpuvc/gpuvc/syncer/nodeagent"
 )
 
 func TestSimulateSpecsOfTheTrialPools(t *testing.T) {

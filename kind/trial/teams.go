@@ -11,8 +11,8 @@ import (
 
 	"github.com/gpuvc/gpuvc/kind/localstack"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
-	"github.com/gpuvc/gpuvc/syncer"
 )
 
 // DefaultWorkloadImage runs the demo pods; kind nodes pull it from Docker Hub.
@@ -56,16 +56,16 @@ func demoTeams(workloadImage, visionPool, llmPool string) []DemoTeam {
 		{
 			Team: team("vision", visionPool, 2, map[string]int32{"1g.10gb": 2}),
 			Pods: []*corev1.Pod{
-				demoPod("train", workloadImage).limit(nodepool.ResourceGPU, "1").obj(),
+				demoPod("train", workloadImage).limit(contract.ResourceGPU, "1").obj(),
 				demoPod("notebook", workloadImage).limit(nodepool.MIGResource("1g.10gb"), "1").obj(),
-				demoPod("half", workloadImage).annotate(syncer.AnnotationKAIFraction, "0.5").obj(),
+				demoPod("half", workloadImage).annotate(contract.AnnotationKAIFraction, "0.5").obj(),
 			},
 		},
 		{
 			Team: team("llm", llmPool, 2, nil),
 			Pods: []*corev1.Pod{
-				demoPod("train", workloadImage).limit(nodepool.ResourceGPU, "1").obj(),
-				demoPod("half", workloadImage).annotate(syncer.AnnotationKAIFraction, "0.5").obj(),
+				demoPod("train", workloadImage).limit(contract.ResourceGPU, "1").obj(),
+				demoPod("half", workloadImage).annotate(contract.AnnotationKAIFraction, "0.5").obj(),
 			},
 		},
 	}
@@ -105,8 +105,8 @@ func CreateCommand(t *gpuvcv1.Team) string {
 
 // asks describes a demo pod's GPU request as its manifest states it.
 func asks(p *corev1.Pod) string {
-	if f, ok := p.Annotations[syncer.AnnotationKAIFraction]; ok {
-		return syncer.AnnotationKAIFraction + ": " + f
+	if f, ok := p.Annotations[contract.AnnotationKAIFraction]; ok {
+		return contract.AnnotationKAIFraction + ": " + f
 	}
 	return gpuResources(p)
 }

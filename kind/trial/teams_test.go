@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuvc/gpuvc/kind/nodepool"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestDemoTeamsAreValidTeamsOfTheTrialPools(t *testing.T) {
@@ -38,15 +38,15 @@ func TestDemoTeamsAreValidTeamsOfTheTrialPools(t *testing.T) {
 			if p.Namespace != "default" || p.Spec.NodeSelector != nil || p.Spec.Tolerations != nil || p.Spec.Affinity != nil {
 				t.Errorf("team %s pod %s sets placement: team members ask for GPUs only", team.Name, p.Name)
 			}
-			if _, ok := p.Annotations[syncer.AnnotationKAIFraction]; ok {
+			if _, ok := p.Annotations[contract.AnnotationKAIFraction]; ok {
 				fractions++
 			}
 			for name, q := range p.Spec.Containers[0].Resources.Limits {
 				switch {
-				case name == nodepool.ResourceGPU:
+				case name == contract.ResourceGPU:
 					wholeGPUs += int(q.Value())
-				case strings.HasPrefix(string(name), nodepool.ResourceMIGPrefix):
-					mig[strings.TrimPrefix(string(name), nodepool.ResourceMIGPrefix)] += int(q.Value())
+				case strings.HasPrefix(string(name), contract.ResourceMIGPrefix):
+					mig[strings.TrimPrefix(string(name), contract.ResourceMIGPrefix)] += int(q.Value())
 					if _, offered := capacity[string(name)]; !offered {
 						t.Errorf("team %s pod %s asks %s, which pool %s does not offer", team.Name, p.Name, name, pool.Name)
 					}

@@ -20,11 +20,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/gpuvc/gpuvc/kind/deviceplugin"
+	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
-	"github.com/gpuvc/gpuvc/syncer"
 )
 
 // vCluster's annotations on a host pod naming the virtual pod it stands for.
@@ -330,7 +330,7 @@ func followPod(ctx context.Context, host, vc kubernetes.Interface, team string, 
 	}
 	pl.HostPod, pl.Node = hp.Namespace+"/"+hp.Name, hp.Spec.NodeName
 	pl.HostGPU = gpuResources(hp)
-	if f := hp.Annotations[syncer.AnnotationGPUFraction]; f != "" {
+	if f := hp.Annotations[contract.AnnotationGPUFraction]; f != "" {
 		pl.HostGPU = fmt.Sprintf("%s of a GPU the team reserved", f)
 	}
 	return pl, hp, nil

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // hostPod is the pod vCluster would create on the host for virtual pod name.
@@ -35,7 +35,7 @@ func TestFollowPodReportsWhereItLanded(t *testing.T) {
 	whole := hostPod("vision", "train", corev1.PodRunning, "a100-0")
 	whole.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 	half := hostPod("vision", "half", corev1.PodRunning, "a100-0")
-	half.Annotations[syncer.AnnotationGPUFraction] = "0.5"
+	half.Annotations[contract.AnnotationGPUFraction] = "0.5"
 	other := hostPod("llm", "train", corev1.PodRunning, "h100-0") // another team's namespace
 	host := fake.NewClientset(whole, half, other)
 	vc := fake.NewClientset()
@@ -86,7 +86,7 @@ func TestFollowPodStopsAtARefusal(t *testing.T) {
 
 func TestHostPodStatusSaysWhyItWaits(t *testing.T) {
 	p := hostPod("llm", "half", corev1.PodPending, "")
-	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: syncer.GateGPUShare}}
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: contract.GateGPUShare}}
 	if got := hostPodStatus(p); !strings.Contains(got, "gated by gpuvc.dev/gpu-share") {
 		t.Errorf("status %q", got)
 	}

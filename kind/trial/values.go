@@ -8,6 +8,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Image is a container image as the chart takes it.
@@ -65,7 +66,7 @@ func Values(img Image, systemNodeIP string, pools []nodepool.Pool) (map[string]a
 			"replicas":            1,
 			"leaderElection":      map[string]any{"enabled": false},
 			"podDisruptionBudget": map[string]any{"enabled": false},
-			"nodeSelector":        map[string]any{nodepool.PoolLabel: SystemPool},
+			"nodeSelector":        map[string]any{contract.LabelPool: SystemPool},
 			"teamServerURL":       "https://" + net.JoinHostPort(systemNodeIP, "{{.NodePort}}"),
 		},
 		"certManager": map[string]any{"enabled": false},
@@ -83,7 +84,7 @@ func Values(img Image, systemNodeIP string, pools []nodepool.Pool) (map[string]a
 			"affinity": map[string]any{"nodeAffinity": map[string]any{
 				"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
 					"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
-						map[string]any{"key": nodepool.PoolLabel, "operator": "Exists"},
+						map[string]any{"key": contract.LabelPool, "operator": "Exists"},
 					}}},
 				},
 			}},

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuvc/gpuvc/charts"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
+	"github.com/gpuvc/gpuvc/manager/accounting"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/vclusters"
 	"github.com/gpuvc/gpuvc/vclusters/vclusterstest"
@@ -30,10 +31,22 @@ type Manager struct {
 	certDir string
 }
 
+// Options are the parts of the manager's options tests choose.
+type Options struct {
+	Team       team.Options
+	Accounting accounting.Options
+}
+
 // Start installs the CRDs on cp and runs the manager until Stop. Team options not
 // set are filled for tests: the vCluster chart of the module cache, ephemeral
 // datastores, and a short wait interval.
 func Start(ctx context.Context, cp *localcluster.ControlPlane, opts team.Options) (*Manager, error) {
+	return StartWith(ctx, cp, Options{Team: opts})
+}
+
+// StartWith is Start with more of the manager's options.
+func StartWith(ctx context.Context, cp *localcluster.ControlPlane, o Options) (*Manager, error) {
+	opts := o.Team
 	if err := charts.InstallCRDs(ctx, cp.Config); err != nil {
 		return nil, err
 	}
@@ -51,10 +64,11 @@ func Start(ctx context.Context, cp *localcluster.ControlPlane, opts team.Options
 	ctrl.SetLogger(logr.Discard())
 	// The pod webhook runs too, served on loopback and registered by URL, so team
 	// namespaces are fenced exactly as in a cluster.
-	port, err := freePort()
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
+	port := ports[0]
 	certDir, err := os.MkdirTemp("", "gpuvc-webhook-")
 	if err != nil {
 		return nil, err
@@ -68,6 +82,9 @@ func Start(ctx context.Context, cp *localcluster.ControlPlane, opts team.Options
 		// kwok runs no container: the image only has to be named.
 		ReserveImage: "gpuvc.test/gpuvc:test",
 		Team:         opts,
+		Accounting:   o.Accounting,
+		// A test may stop the manager and start another in the same process.
+		SkipNameValidation: true,
 	})
 	if err != nil {
 		return nil, err
@@ -96,15 +113,6 @@ func waitServing(ctx context.Context, port int) error {
 		conn.Close()
 		return true, nil
 	})
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Stop stops the manager and waits for it to exit.

@@ -2,10 +2,13 @@ package team
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,37 +16,102 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/vclusters"
 )
 
 // delete tears a team down: uninstall the vCluster release (so Helm's hooks and its
 // own cleanup run), then delete the namespace with everything in it — synced pods,
 // the syncer's reservation pods and ConfigMaps, quota, policies — and release the
-// finalizer once the namespace is gone. Each pass is idempotent.
+// finalizer once the namespace is gone. Each pass is idempotent. While it waits or
+// fails, the Team's Ready condition says on what (reason Deleting or
+// UninstallFailed), with an event at each change.
 func (r *Reconciler) delete(ctx context.Context, t *gpuvcv1.Team) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(t, gpuvcv1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	if err := r.vclusters.Uninstall(ctx, r.vclusterSpec(t)); err != nil {
-		r.recorder.Eventf(t, nil, corev1.EventTypeWarning, "UninstallFailed", "Delete", "vCluster release %s: %v", ReleaseName(t), err)
-		return reconcile.Result{}, fmt.Errorf("uninstalling vCluster release: %w", err)
-	}
-	ns := &corev1.Namespace{}
-	err := r.client.Get(ctx, types.NamespacedName{Name: gpuvcv1.HostNamespace(t.Name)}, ns)
-	switch {
-	case apierrors.IsNotFound(err):
-		orig := t.DeepCopy()
+	orig := t.DeepCopy()
+	b := r.teardown(ctx, t)
+	if b == nil {
 		controllerutil.RemoveFinalizer(t, gpuvcv1.Finalizer)
 		return reconcile.Result{}, r.client.Patch(ctx, t, ctrl.MergeFrom(orig))
+	}
+
+	r.condition(t, gpuvcv1.ConditionReady, false, b.reason, b.message)
+	t.Status.ObservedGeneration = t.Generation
+	var perr error
+	if before := apimeta.FindStatusCondition(orig.Status.Conditions, gpuvcv1.ConditionReady); before == nil ||
+		before.Reason != b.reason || before.Message != b.message || orig.Status.ObservedGeneration != t.Generation {
+		eventType := corev1.EventTypeNormal
+		if b.err != nil {
+			eventType = corev1.EventTypeWarning
+		}
+		r.recorder.Eventf(t, nil, eventType, b.reason, "Delete", "%s", b.message)
+		perr = r.client.Status().Patch(ctx, t, ctrl.MergeFrom(orig))
+	}
+	if b.err != nil {
+		return reconcile.Result{}, errors.Join(b.err, perr)
+	}
+	// The namespace controller empties it; the namespace watch wakes us when it is gone.
+	return reconcile.Result{RequeueAfter: r.opts.WaitInterval}, perr
+}
+
+// blocked says why a team's deletion cannot finish yet.
+type blocked struct {
+	reason, message string
+	// err is retried with backoff; nil: waiting for the namespace to go.
+	err error
+}
+
+// teardown takes the next idempotent step of removing t's release and namespace;
+// nil when both are gone.
+func (r *Reconciler) teardown(ctx context.Context, t *gpuvcv1.Team) *blocked {
+	spec := r.vclusterSpec(t)
+	if err := r.vclusters.Uninstall(ctx, spec); err != nil && !neverInstalled(err) {
+		return &blocked{gpuvcv1.ReasonUninstallFailed,
+			fmt.Sprintf("uninstalling vCluster release %s in namespace %s: %v", spec.Name, spec.Namespace, err), err}
+	}
+	ns := &corev1.Namespace{}
+	err := r.client.Get(ctx, types.NamespacedName{Name: spec.Namespace}, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
 	case err != nil:
-		return reconcile.Result{}, err
+		return &blocked{gpuvcv1.ReasonDeleting, fmt.Sprintf("reading namespace %s: %v", spec.Namespace, err), err}
 	}
 	if ns.DeletionTimestamp.IsZero() {
 		policy := metav1.DeletePropagationForeground
 		if err := r.client.Delete(ctx, ns, &ctrl.DeleteOptions{PropagationPolicy: &policy}); err != nil && !apierrors.IsNotFound(err) {
-			return reconcile.Result{}, err
+			return &blocked{gpuvcv1.ReasonDeleting, fmt.Sprintf("deleting namespace %s: %v", ns.Name, err), err}
 		}
-		r.recorder.Eventf(t, nil, corev1.EventTypeNormal, "Deleting", "Delete", "namespace %s is being deleted", ns.Name)
 	}
-	// The namespace controller empties it; the namespace watch wakes us when it is gone.
-	return reconcile.Result{RequeueAfter: r.opts.WaitInterval}, nil
+	return &blocked{reason: gpuvcv1.ReasonDeleting, message: namespaceWait(ns)}
+}
+
+// neverInstalled: Uninstall found no release, or refused names Apply would have
+// refused too (teams named before names were validated, such as a.b or 9ml), so
+// gpuvc cannot have installed one.
+func neverInstalled(err error) bool {
+	return errors.Is(err, vclusters.ErrInvalidSpec) || errors.Is(err, vclusters.ErrReleaseNotFound)
+}
+
+// namespaceWait says what holds a team's namespace: the namespace controller's
+// report of remaining content and the finalizers left.
+func namespaceWait(ns *corev1.Namespace) string {
+	var held []string
+	for _, c := range ns.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && c.Message != "" {
+			held = append(held, c.Message)
+		}
+	}
+	if len(ns.Spec.Finalizers) > 0 {
+		held = append(held, fmt.Sprintf("namespace finalizers %v", ns.Spec.Finalizers))
+	}
+	if len(ns.Finalizers) > 0 {
+		held = append(held, fmt.Sprintf("finalizers %v", ns.Finalizers))
+	}
+	msg := "no vCluster release left; waiting for namespace " + ns.Name + " to be deleted"
+	if len(held) > 0 {
+		msg += ": " + strings.Join(held, "; ")
+	}
+	return msg
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
@@ -94,7 +95,7 @@ func logNamespace(t *testing.T, namespace string) {
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(namespace)); err == nil {
 		for _, p := range pods.Items {
-			t.Logf("pod %s: phase=%s node=%q conditions=%v", p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.Conditions)
+			t.Logf("pod %s: %s", p.Name, poll.DescribePod(&p))
 		}
 	}
 	events := &corev1.EventList{}

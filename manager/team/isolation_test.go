@@ -10,7 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/team"
 )
@@ -45,8 +46,8 @@ func TestTwoTeamsShareNothing(t *testing.T) {
 	require.Equal(t, int64(2), hardGPUs(qa))
 	require.Equal(t, int64(3), hardGPUs(qb))
 	ka, kb := &corev1.Secret{}, &corev1.Secret{}
-	require.NoError(t, c.Get(ctx, inNS("team-alpha", team.KubeconfigSecretName), ka))
-	require.NoError(t, c.Get(ctx, inNS("team-beta", team.KubeconfigSecretName), kb))
+	require.NoError(t, c.Get(ctx, inNS("team-alpha", contract.KubeconfigSecretName), ka))
+	require.NoError(t, c.Get(ctx, inNS("team-beta", contract.KubeconfigSecretName), kb))
 	require.NotEqual(t, string(ka.Data["config"]), string(kb.Data["config"]))
 
 	// Every service account in beta's namespace — the vCluster's and the default
@@ -58,15 +59,15 @@ func TestTwoTeamsShareNothing(t *testing.T) {
 	for _, sa := range sas.Items {
 		user := "system:serviceaccount:team-beta:" + sa.Name
 		_, err := impersonate(t, user, "system:serviceaccounts", "system:serviceaccounts:team-beta").
-			CoreV1().Secrets("team-alpha").Get(ctx, team.KubeconfigSecretName, metav1.GetOptions{})
+			CoreV1().Secrets("team-alpha").Get(ctx, contract.KubeconfigSecretName, metav1.GetOptions{})
 		require.True(t, apierrors.IsForbidden(err), "%s read team-alpha's kubeconfig: %v", user, err)
 		_, err = impersonate(t, user, "system:serviceaccounts", "system:serviceaccounts:team-beta").
 			CoreV1().Pods("team-alpha").List(ctx, metav1.ListOptions{})
 		require.True(t, apierrors.IsForbidden(err), "%s listed team-alpha's pods: %v", user, err)
 	}
-	_, err = impersonate(t, "bob").CoreV1().Secrets("team-alpha").Get(ctx, team.KubeconfigSecretName, metav1.GetOptions{})
+	_, err = impersonate(t, "bob").CoreV1().Secrets("team-alpha").Get(ctx, contract.KubeconfigSecretName, metav1.GetOptions{})
 	require.True(t, apierrors.IsForbidden(err), "bob (beta) read alpha's kubeconfig: %v", err)
-	_, err = impersonate(t, "alice").CoreV1().Secrets("team-alpha").Get(ctx, team.KubeconfigSecretName, metav1.GetOptions{})
+	_, err = impersonate(t, "alice").CoreV1().Secrets("team-alpha").Get(ctx, contract.KubeconfigSecretName, metav1.GetOptions{})
 	require.NoError(t, err, "alice (alpha) must read her own team's kubeconfig")
 	_, err = impersonate(t, "alice").CoreV1().Secrets("team-alpha").Get(ctx, "vc-alpha", metav1.GetOptions{})
 	require.True(t, apierrors.IsForbidden(err), "members read only the kubeconfig Secret gpuvc exports: %v", err)

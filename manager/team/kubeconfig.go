@@ -3,12 +3,13 @@ package team
 import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
 func desiredKubeconfigSecret(t *gpuvcv1.Team, kubeconfig []byte) *corev1ac.SecretApplyConfiguration {
-	return corev1ac.Secret(KubeconfigSecretName, gpuvcv1.HostNamespace(t.Name)).
+	return corev1ac.Secret(contract.KubeconfigSecretName, gpuvcv1.HostNamespace(t.Name)).
 		WithLabels(teamLabels(t)).
 		WithType("Opaque").
-		WithData(map[string][]byte{KubeconfigSecretKey: kubeconfig})
+		WithData(map[string][]byte{contract.KubeconfigSecretKey: kubeconfig})
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/manager"
+	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/team"
 )
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, err
 		}
-		if c, err = client.New(cp.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
+		if c, err = client.New(cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
 			_ = mgr.Stop()
 			return nil, err
 		}

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuvc/gpuvc/gpu/mig"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // UsageCollector exports, per team, the whole GPUs and MIG slices its pods request
@@ -52,7 +52,7 @@ func (c *UsageCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, q := range quotas.Items {
-		team := q.Labels[gpuvcv1.LabelTeam]
+		team := q.Labels[contract.LabelTeam]
 		if q.Name != QuotaName || team == "" {
 			continue
 		}

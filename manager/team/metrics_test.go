@@ -10,14 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestUsageCollector(t *testing.T) {
 	quota := func(ns, name, team string, hard, used corev1.ResourceList) *corev1.ResourceQuota {
 		labels := map[string]string{LabelManagedBy: managedBy}
 		if team != "" {
-			labels[gpuvcv1.LabelTeam] = team
+			labels[contract.LabelTeam] = team
 		}
 		return &corev1.ResourceQuota{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},

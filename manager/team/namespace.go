@@ -3,6 +3,7 @@ package team
 import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
@@ -22,7 +23,7 @@ func desiredNamespace(t *gpuvcv1.Team) *corev1ac.NamespaceApplyConfiguration {
 		level = "baseline"
 	}
 	labels := teamLabels(t)
-	labels[gpuvcv1.LabelPool] = t.Spec.Pool
+	labels[contract.LabelPool] = t.Spec.Pool
 	labels[psaEnforce] = level
 	labels[psaEnforceVersion] = "latest"
 	labels[psaWarn] = level

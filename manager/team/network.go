@@ -7,8 +7,8 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
-	"github.com/gpuvc/gpuvc/syncer"
 )
 
 // Ports of the vCluster control plane: it serves the team's API on 8443 and talks to
@@ -85,7 +85,7 @@ func desiredReservationPolicy(t *gpuvcv1.Team) *networkingv1ac.NetworkPolicyAppl
 	return networkingv1ac.NetworkPolicy(ReservationPolicyName, gpuvcv1.HostNamespace(t.Name)).
 		WithLabels(teamLabels(t)).
 		WithSpec(networkingv1ac.NetworkPolicySpec().
-			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{syncer.LabelRole: syncer.RoleReservation})).
+			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{contract.LabelRole: contract.RoleReservation})).
 			WithPolicyTypes(networkingv1.PolicyTypeEgress).
 			WithEgress(hostAPIEgress()))
 }
@@ -101,7 +101,7 @@ func hostAPIEgress() *networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
 
 // controlPlaneSelector matches the vCluster chart's control-plane pod.
 func controlPlaneSelector(t *gpuvcv1.Team) map[string]string {
-	return map[string]string{"app": "vcluster", "release": ReleaseName(t)}
+	return map[string]string{"app": "vcluster", "release": gpuvcv1.ReleaseName(t)}
 }
 
 func port(proto corev1.Protocol, p int32) *networkingv1ac.NetworkPolicyPortApplyConfiguration {

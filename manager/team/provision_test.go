@@ -13,7 +13,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/team"
@@ -34,8 +35,8 @@ func TestCreateProvisionsEveryHostObjectAndTheVCluster(t *testing.T) {
 
 	nsObj := &corev1.Namespace{}
 	get(ctx, t, ns(hostNS), nsObj, nil)
-	require.Equal(t, "fraud", nsObj.Labels[gpuvcv1.LabelTeam])
-	require.Equal(t, "a100", nsObj.Labels[gpuvcv1.LabelPool])
+	require.Equal(t, "fraud", nsObj.Labels[contract.LabelTeam])
+	require.Equal(t, "a100", nsObj.Labels[contract.LabelPool])
 	require.Equal(t, "baseline", nsObj.Labels["pod-security.kubernetes.io/enforce"])
 
 	// The CEL fence judges by the same policy as the webhook: every key is written.
@@ -109,11 +110,11 @@ func TestCreateProvisionsEveryHostObjectAndTheVCluster(t *testing.T) {
 	exportKubeconfig(ctx, t, "fraud")
 	get(ctx, t, ns("fraud"), tm, func() (bool, string) { return conditionTrue(tm, gpuvcv1.ConditionReady) })
 	require.Equal(t, hostNS, tm.Status.Namespace)
-	require.Equal(t, team.KubeconfigSecretName, tm.Status.KubeconfigSecret)
+	require.Equal(t, contract.KubeconfigSecretName, tm.Status.KubeconfigSecret)
 
 	secret := &corev1.Secret{}
-	get(ctx, t, inNS(hostNS, team.KubeconfigSecretName), secret, nil)
-	cfg, err := clientcmd.Load(secret.Data[team.KubeconfigSecretKey])
+	get(ctx, t, inNS(hostNS, contract.KubeconfigSecretName), secret, nil)
+	cfg, err := clientcmd.Load(secret.Data[contract.KubeconfigSecretKey])
 	require.NoError(t, err)
 	require.Equal(t, "fraud", cfg.CurrentContext)
 	require.Equal(t, "https://fraud.team-fraud.svc", cfg.Clusters[cfg.Contexts["fraud"].Cluster].Server)

@@ -9,11 +9,12 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/gpuvc/gpuvc/gpu/mig"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
 // ResourceGPU is the whole-GPU resource of the NVIDIA device plugin.
-const ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+const ResourceGPU corev1.ResourceName = contract.ResourceGPU
 
 // quotaHard turns a Team's quota into ResourceQuota hard limits. Extended resources
 // (GPUs, MIG slices) can only be limited on requests.

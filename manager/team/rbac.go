@@ -5,6 +5,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
@@ -16,7 +17,7 @@ func desiredMemberRole(t *gpuvcv1.Team) *rbacv1ac.RoleApplyConfiguration {
 		WithLabels(teamLabels(t)).
 		WithRules(
 			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").
-				WithResourceNames(KubeconfigSecretName).WithVerbs("get"),
+				WithResourceNames(contract.KubeconfigSecretName).WithVerbs("get"),
 			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("pods", "pods/log", "events").
 				WithVerbs("get", "list", "watch"),
 		)
@@ -40,11 +41,11 @@ func desiredMemberBinding(t *gpuvcv1.Team) *rbacv1ac.RoleBindingApplyConfigurati
 // GPU they hold on their own pod.
 func desiredReserveRBAC(t *gpuvcv1.Team) (*corev1ac.ServiceAccountApplyConfiguration, *rbacv1ac.RoleApplyConfiguration, *rbacv1ac.RoleBindingApplyConfiguration) {
 	ns := gpuvcv1.HostNamespace(t.Name)
-	sa := corev1ac.ServiceAccount(ReserveServiceAccount, ns).WithLabels(teamLabels(t))
-	role := rbacv1ac.Role(ReserveServiceAccount, ns).WithLabels(teamLabels(t)).
+	sa := corev1ac.ServiceAccount(contract.ReserveServiceAccount, ns).WithLabels(teamLabels(t))
+	role := rbacv1ac.Role(contract.ReserveServiceAccount, ns).WithLabels(teamLabels(t)).
 		WithRules(rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("pods").WithVerbs("get", "patch"))
-	binding := rbacv1ac.RoleBinding(ReserveServiceAccount, ns).WithLabels(teamLabels(t)).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(ReserveServiceAccount)).
-		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(ReserveServiceAccount).WithNamespace(ns))
+	binding := rbacv1ac.RoleBinding(contract.ReserveServiceAccount, ns).WithLabels(teamLabels(t)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(contract.ReserveServiceAccount)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(contract.ReserveServiceAccount).WithNamespace(ns))
 	return sa, role, binding
 }

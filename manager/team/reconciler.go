@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
@@ -192,9 +193,9 @@ func (r *Reconciler) ensureKubeconfig(ctx context.Context, t *gpuvcv1.Team, spec
 		r.condition(t, gpuvcv1.ConditionKubeconfigReady, false, "SecretFailed", err.Error())
 		return reconcile.Result{}, err
 	}
-	t.Status.KubeconfigSecret = KubeconfigSecretName
+	t.Status.KubeconfigSecret = contract.KubeconfigSecretName
 	r.condition(t, gpuvcv1.ConditionKubeconfigReady, true, "Exported",
-		fmt.Sprintf("kubeconfig for %s in secret %s/%s", spec.KubeconfigServer, t.Status.Namespace, KubeconfigSecretName))
+		fmt.Sprintf("kubeconfig for %s in secret %s/%s", spec.KubeconfigServer, t.Status.Namespace, contract.KubeconfigSecretName))
 	return reconcile.Result{}, nil
 }
 

@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,8 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/teampolicy"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
@@ -95,13 +97,13 @@ func (r *Reconciler) ensureRBAC(ctx context.Context, t *gpuvcv1.Team) error {
 func (r *Reconciler) ensureAdmissionParams(ctx context.Context, t *gpuvcv1.Team) error {
 	systemPool := r.opts.SystemPool
 	if systemPool == "" {
-		systemPool = syncer.DefaultSystemPool
+		systemPool = contract.DefaultSystemPool
 	}
-	product, memMiB, err := PoolGPU(ctx, r.client, t.Spec.Pool)
+	product, memMiB, err := teampolicy.PoolGPU(ctx, r.client, t.Spec.Pool)
 	if err != nil {
 		return err
 	}
-	p := celpolicy.PolicyParams(Policy(t, product, memMiB, systemPool))
+	p := celpolicy.PolicyParams(teampolicy.Policy(t, product, memMiB, systemPool))
 	return r.apply(ctx, celpolicy.TeamParams(gpuvcv1.HostNamespace(t.Name), p).
 		WithLabels(teamLabels(t)).WithOwnerReferences(ownerRef(t)))
 }

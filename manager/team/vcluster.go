@@ -33,7 +33,7 @@ func (r *Reconciler) vclusterSpec(t *gpuvcv1.Team) vclusters.Spec {
 		extra = nil
 	}
 	return vclusters.Spec{
-		Name:             ReleaseName(t),
+		Name:             gpuvcv1.ReleaseName(t),
 		Namespace:        gpuvcv1.HostNamespace(t.Name),
 		Pool:             t.Spec.Pool,
 		KubeconfigServer: r.serverURL(t),
@@ -57,7 +57,7 @@ func (r *Reconciler) serverURL(t *gpuvcv1.Team) string {
 	if r.opts.ServerURL != nil && !r.opts.ServerURLUsesService {
 		return r.opts.ServerURL(t, ServiceAddress{})
 	}
-	return fmt.Sprintf("https://%s.%s.svc", ReleaseName(t), gpuvcv1.HostNamespace(t.Name))
+	return fmt.Sprintf("https://%s.%s.svc", gpuvcv1.ReleaseName(t), gpuvcv1.HostNamespace(t.Name))
 }
 
 // ServiceAddress is where the vCluster control plane's Service answers.

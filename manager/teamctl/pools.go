@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuvc/gpuvc/gpu/mig"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
@@ -19,28 +20,28 @@ import (
 // list nodes gets no warnings.
 func (c *Client) PoolWarnings(ctx context.Context, t *gpuvcv1.Team) []string {
 	all := &corev1.NodeList{}
-	if err := c.c.List(ctx, all, client.HasLabels{gpuvcv1.LabelPool}); err != nil {
+	if err := c.c.List(ctx, all, client.HasLabels{contract.LabelPool}); err != nil {
 		return nil
 	}
 	pools := map[string]bool{}
 	offered := map[string]bool{}
 	nodes := 0
 	for _, n := range all.Items {
-		pool := n.Labels[gpuvcv1.LabelPool]
+		pool := n.Labels[contract.LabelPool]
 		pools[pool] = true
 		if pool != t.Spec.Pool {
 			continue
 		}
 		nodes++
 		for r, q := range n.Status.Allocatable {
-			if strings.HasPrefix(string(r), mig.ResourcePrefix) && !q.IsZero() {
+			if strings.HasPrefix(string(r), contract.ResourceMIGPrefix) && !q.IsZero() {
 				offered[string(r)] = true
 			}
 		}
 	}
 	if nodes == 0 {
 		return []string{fmt.Sprintf("no node carries %s=%s (pools on this cluster: %s); the team's pods that need the pool stay Pending until such nodes join",
-			gpuvcv1.LabelPool, t.Spec.Pool, list(pools))}
+			contract.LabelPool, t.Spec.Pool, list(pools))}
 	}
 	var warnings []string
 	for _, p := range sortedKeys(t.Spec.Quota.MIG) {

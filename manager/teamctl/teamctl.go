@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuvc/gpuvc/manager"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
-	"github.com/gpuvc/gpuvc/manager/team"
 )
 
 // FieldManager is the server-side apply manager of `gpuvc team apply`.
@@ -35,7 +35,7 @@ type Client struct {
 
 // New returns a Client for a host cluster.
 func New(cfg *rest.Config) (*Client, error) {
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
 	}
@@ -170,11 +170,11 @@ func (c *Client) Kubeconfig(ctx context.Context, name, server string) ([]byte, e
 		return nil, fmt.Errorf("team %s has no kubeconfig yet (%s); wait with `gpuvc team create --wait` or check `gpuvc team get %s`", name, why, name)
 	}
 	s := &corev1.Secret{}
-	key := types.NamespacedName{Namespace: gpuvcv1.HostNamespace(name), Name: team.KubeconfigSecretName}
+	key := types.NamespacedName{Namespace: gpuvcv1.HostNamespace(name), Name: contract.KubeconfigSecretName}
 	if err := c.c.Get(ctx, key, s); err != nil {
 		return nil, fmt.Errorf("reading secret %s: %w", key, err)
 	}
-	data := s.Data[team.KubeconfigSecretKey]
+	data := s.Data[contract.KubeconfigSecretKey]
 	if server == "" {
 		return data, nil
 	}

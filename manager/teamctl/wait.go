@@ -77,8 +77,9 @@ func (c *Client) WaitDeleted(ctx context.Context, name string, timeout time.Dura
 		verb:    "deleted",
 		reached: func(t *gpuvcv1.Team) bool { return t == nil },
 		awaiting: func(t *gpuvcv1.Team) *metav1.Condition {
-			if d := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionDeleting); d != nil {
-				return d
+			if r := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionReady); r != nil &&
+				(r.Reason == gpuvcv1.ReasonDeleting || r.Reason == gpuvcv1.ReasonUninstallFailed) {
+				return r
 			}
 			return &metav1.Condition{Reason: "Finalizing", Message: "the manager uninstalls the vCluster release and deletes namespace " +
 				gpuvcv1.HostNamespace(t.Name) + "; see `gpuvc team get " + t.Name + "`"}

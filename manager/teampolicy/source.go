@@ -1,5 +1,8 @@
-// Package teampolicy tells the syncer's webhook, for a host namespace, what the
-// owning Team allows: it is the syncer.PolicySource backed by Team objects.
+// Package teampolicy maps a Team to what its pods may do (Policy, read by both
+// fences: the syncer's webhook through Source, the CEL policy through the
+// parameters the Team reconciler writes), and tells the syncer, for a host
+// namespace, what the owning Team allows: Source is the syncer.PolicySource
+// backed by Team objects.
 package teampolicy
 
 import (
@@ -12,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
-	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
@@ -40,22 +43,22 @@ func (s Source) TeamPolicy(ctx context.Context, namespace string) (*syncer.TeamP
 		}
 		return nil, err
 	}
-	name, ok := ns.Labels[gpuvcv1.LabelTeam]
+	name, ok := ns.Labels[contract.LabelTeam]
 	if !ok {
 		return nil, syncer.ErrNotTeamNamespace
 	}
 	t := &gpuvcv1.Team{}
 	if err := s.Reader.Get(ctx, types.NamespacedName{Name: name}, t); err != nil {
-		return nil, fmt.Errorf("namespace %s is labelled %s=%s but that Team cannot be read: %w", namespace, gpuvcv1.LabelTeam, name, err)
+		return nil, fmt.Errorf("namespace %s is labelled %s=%s but that Team cannot be read: %w", namespace, contract.LabelTeam, name, err)
 	}
 	if gpuvcv1.HostNamespace(t.Name) != namespace {
-		return nil, fmt.Errorf("namespace %s is labelled %s=%s but that Team's namespace is %s", namespace, gpuvcv1.LabelTeam, name, gpuvcv1.HostNamespace(t.Name))
+		return nil, fmt.Errorf("namespace %s is labelled %s=%s but that Team's namespace is %s", namespace, contract.LabelTeam, name, gpuvcv1.HostNamespace(t.Name))
 	}
-	product, memMiB, err := team.PoolGPU(ctx, s.Reader, t.Spec.Pool)
+	product, memMiB, err := PoolGPU(ctx, s.Reader, t.Spec.Pool)
 	if err != nil {
 		return nil, err
 	}
-	return team.Policy(t, product, memMiB, s.SystemPool), nil
+	return Policy(t, product, memMiB, s.SystemPool), nil
 }
 
 // ShareTeam tells the share controller the team owning a namespace: its pool and

@@ -13,7 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/share"
@@ -21,7 +22,7 @@ import (
 
 func node(name, pool, product, memory string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		gpuvcv1.LabelPool: pool, "nvidia.com/gpu.product": product, "nvidia.com/gpu.memory": memory,
+		contract.LabelPool: pool, "nvidia.com/gpu.product": product, "nvidia.com/gpu.memory": memory,
 	}}}
 }
 
@@ -41,7 +42,7 @@ func source(objs ...client.Object) Source {
 func TestTeamPolicyFromTeam(t *testing.T) {
 	fraud := testobj.Team("fraud", "a100").GPUs(4).MIG("3g.40gb", 2).MIG("1g.10gb", 4).MaxGPUsPerPod(2).Fractions().Obj()
 	src := source(fraud,
-		ns("team-fraud", map[string]string{gpuvcv1.LabelTeam: "fraud"}),
+		ns("team-fraud", map[string]string{contract.LabelTeam: "fraud"}),
 		node("a100-0", "a100", "NVIDIA-A100-SXM4-80GB", "81920"),
 		node("a100-1", "a100", "NVIDIA-A100-SXM4-80GB", "81920"),
 		node("a100-old", "a100", "NVIDIA-A100-SXM4-40GB", "40960"),
@@ -84,8 +85,8 @@ func TestMaxGPUsPerPodDefaults(t *testing.T) {
 func TestNamespacesThatAreNotTeams(t *testing.T) {
 	src := source(
 		ns("default", nil),
-		ns("team-ghost", map[string]string{gpuvcv1.LabelTeam: "ghost"}),
-		ns("team-forged", map[string]string{gpuvcv1.LabelTeam: "fraud"}),
+		ns("team-ghost", map[string]string{contract.LabelTeam: "ghost"}),
+		ns("team-forged", map[string]string{contract.LabelTeam: "fraud"}),
 		testobj.Team("fraud", "a100").Obj(),
 	)
 	ctx := context.Background()
@@ -107,7 +108,7 @@ func TestNamespacesThatAreNotTeams(t *testing.T) {
 func TestShareTeam(t *testing.T) {
 	fraud := testobj.Team("fraud", "a100").GPUs(2).Fractions().Obj()
 	fraud.Spec.GPUSharing.MaxPodsPerSharedGPU = 4
-	src := source(fraud, ns("team-fraud", map[string]string{gpuvcv1.LabelTeam: "fraud"}), ns("default", nil))
+	src := source(fraud, ns("team-fraud", map[string]string{contract.LabelTeam: "fraud"}), ns("default", nil))
 	got, err := src.ShareTeam(context.Background(), "team-fraud")
 	if err != nil {
 		t.Fatal(err)

@@ -16,9 +16,10 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/kind/nodepool"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
@@ -40,7 +41,7 @@ func attacks() map[string]struct {
 	pod  *testobj.PodWrapper
 	want []string
 } {
-	h100 := corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule}
+	h100 := corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule}
 	gpuLimit := "maxGPUsPerPod=2"
 	type a = struct {
 		pod  *testobj.PodWrapper
@@ -52,13 +53,13 @@ func attacks() map[string]struct {
 			refusal(c.ReasonTolerationOutsidePool, "spec.tolerations [gpuvc.dev/pool Equal h100:NoSchedule]", "other than Equal a100")},
 		"wildcard toleration": {tenantPod("tol-wildcard").TolerateEverything(),
 			refusal(c.ReasonTolerationOutsidePool, "[* Exists]", "no wildcard toleration")},
-		"pool key toleration with Exists": {tenantPod("tol-pool-exists").Toleration(corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpExists}),
+		"pool key toleration with Exists": {tenantPod("tol-pool-exists").Toleration(corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpExists}),
 			refusal(c.ReasonTolerationOutsidePool, "[gpuvc.dev/pool Exists]")},
 		"nodeName h100-0": {tenantPod("nodename-h100").GPUs("1").NodeName("h100-0"),
 			refusal(c.ReasonNodeNameSet, "spec.nodeName=h100-0", "no spec.nodeName at creation")},
 		"nodeName a100-0 (own pool, still refused)": {tenantPod("nodename-a100").NodeName("a100-0"),
 			refusal(c.ReasonNodeNameSet, "spec.nodeName=a100-0")},
-		"nodeSelector pool h100": {bare("sel-h100").TolerateTaint(nodepool.PoolTaint, pool).NodeSelector(syncer.LabelPool, "h100").GPUs("1"),
+		"nodeSelector pool h100": {bare("sel-h100").TolerateTaint(contract.LabelPool, pool).NodeSelector(contract.LabelPool, "h100").GPUs("1"),
 			refusal(c.ReasonPoolNotSelected, "spec.nodeSelector[gpuvc.dev/pool]=h100", "team fraud must select pool a100", "limit: nodeSelector gpuvc.dev/pool=a100")},
 		"no pool selector": {bare("sel-none").GPUs("1"),
 			refusal(c.ReasonPoolNotSelected, "spec.nodeSelector[gpuvc.dev/pool]=(unset)", "must select pool a100")},
@@ -85,15 +86,15 @@ func attacks() map[string]struct {
 		// Devices.
 		"3 GPUs in one container": {tenantPod("gpu-3").GPUs("3"),
 			refusal(c.ReasonGPUCountAboveLimit, "requests 3 GPU device(s) (nvidia.com/gpu: 3", "team fraud allows at most 2", gpuLimit)},
-		"2+2 GPUs across containers": {tenantPod("gpu-2-2").GPUs("2").Container("second").LimitOn("second", nodepool.ResourceGPU, "2"),
+		"2+2 GPUs across containers": {tenantPod("gpu-2-2").GPUs("2").Container("second").LimitOn("second", contract.ResourceGPU, "2"),
 			refusal(c.ReasonGPUCountAboveLimit, "requests 4 GPU device(s) (nvidia.com/gpu: 4", gpuLimit)},
 		"MIG over the max": {tenantPod("mig-3").MIG("1g.10gb", "3"),
 			refusal(c.ReasonGPUCountAboveLimit, "requests 3 GPU device(s) (nvidia.com/mig-1g.10gb: 3", gpuLimit)},
 		"whole GPU plus MIG over the max": {tenantPod("gpu-mig").GPUs("1").MIG("2g.20gb", "2"),
 			refusal(c.ReasonGPUCountAboveLimit, "requests 3 GPU device(s)", "nvidia.com/gpu: 1", "nvidia.com/mig-2g.20gb: 2")},
-		"sidecar GPU beside the main container's": {tenantPod("gpu-sidecar").GPUs("2").Sidecar("proxy").LimitOn("proxy", nodepool.ResourceGPU, "1"),
+		"sidecar GPU beside the main container's": {tenantPod("gpu-sidecar").GPUs("2").Sidecar("proxy").LimitOn("proxy", contract.ResourceGPU, "1"),
 			refusal(c.ReasonGPUCountAboveLimit, "requests 3 GPU device(s)")},
-		"init container over the max": {tenantPod("gpu-init").InitContainer("warmup").LimitOn("warmup", nodepool.ResourceGPU, "3"),
+		"init container over the max": {tenantPod("gpu-init").InitContainer("warmup").LimitOn("warmup", contract.ResourceGPU, "3"),
 			refusal(c.ReasonGPUCountAboveLimit, "requests 3 GPU device(s)")},
 		"time-sliced resource": {tenantPod("gpu-shared").Limit("nvidia.com/gpu.shared", "1"),
 			refusal(c.ReasonUnsupportedGPUResource, "resources.limits[nvidia.com/gpu.shared]", "limit: nvidia.com/gpu, nvidia.com/mig-<profile>")},
@@ -102,10 +103,10 @@ func attacks() map[string]struct {
 
 		// Forgery: labels and owner references do not make a control plane.
 		"fake control-plane pod asking for a GPU": {bare("fake-cp-gpu").InPool(systemPool).GPUs("1").
-			Label("app", "vcluster").Label("release", team).Annotation(syncer.AnnotationRole, syncer.RoleControlPlane).
+			Label("app", "vcluster").Label("release", team).Annotation(contract.AnnotationRole, contract.RoleControlPlane).
 			OwnedBy("apps/v1", "StatefulSet", team, types.UID("4a4a4a4a-0000-0000-0000-000000000000")),
 			refusal(c.ReasonPoolNotSelected, "spec.nodeSelector[gpuvc.dev/pool]=system", "must select pool a100")},
-		"forged control-plane role annotation": {tenantPod("forged-role").Annotation(syncer.AnnotationRole, syncer.RoleControlPlane),
+		"forged control-plane role annotation": {tenantPod("forged-role").Annotation(contract.AnnotationRole, contract.RoleControlPlane),
 			refusal(c.ReasonForgedRole, `metadata.annotations[gpuvc.dev/role]="control-plane" on a pod that is not the vCluster control plane of team fraud`,
 				"limit: gpuvc.dev/ keys are written by gpuvc only", "StatefulSet fraud")},
 		"fake control-plane pod without GPU": {bare("fake-cp").InPool(systemPool).
@@ -115,6 +116,9 @@ func attacks() map[string]struct {
 	}
 	for name, g := range gapAttacks() {
 		m[name] = g
+	}
+	for name, b := range baselineAttacks() {
+		m[name] = b
 	}
 	for _, f := range []string{"1.5", "-0.1", "abc", "0", "1.0", "1e-1", "NaN"} {
 		name := "fraction-" + strings.ToLower(strings.NewReplacer(".", "-", "-", "m").Replace(f))
@@ -128,7 +132,7 @@ func attacks() map[string]struct {
 // team's vCluster syncer would, with no webhook: the CEL policy alone refuses
 // each with the expected message.
 func TestAttacks(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	list := attacks()
 	if len(list) < 15 {
 		t.Fatalf("only %d attacks", len(list))
@@ -145,7 +149,7 @@ func TestAttacks(t *testing.T) {
 // TestLegitimatePods: what teams normally run is admitted — and scheduled: the
 // scheduler binds through pods/binding, which the fence does not judge.
 func TestLegitimatePods(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	for name, tc := range map[string]struct {
 		client func() kubernetes.Interface
 		pod    *testobj.PodWrapper
@@ -156,23 +160,26 @@ func TestLegitimatePods(t *testing.T) {
 		// A team's LimitRange defaults containers without a GPU limit to 0.
 		"zero GPUs from a LimitRange default": {tenant, tenantPod("ok-zero").GPUs("0"), ""},
 		"MIG pod within max":                  {tenant, tenantPod("ok-mig").MIG("1g.10gb", "2"), "a100-mig-0"},
-		"init GPUs then main":                 {tenant, tenantPod("ok-init-gpu").GPUs("2").InitContainer("warmup").LimitOn("warmup", nodepool.ResourceGPU, "2"), "a100-0"},
-		"sidecar plus main":                   {tenant, tenantPod("ok-sidecar").GPUs("1").Sidecar("proxy").LimitOn("proxy", nodepool.ResourceGPU, "1"), ""},
+		"init GPUs then main":                 {tenant, tenantPod("ok-init-gpu").GPUs("2").InitContainer("warmup").LimitOn("warmup", contract.ResourceGPU, "2"), "a100-0"},
+		"sidecar plus main":                   {tenant, tenantPod("ok-sidecar").GPUs("1").Sidecar("proxy").LimitOn("proxy", contract.ResourceGPU, "1"), ""},
 		"gpu-fraction 0.5":                    {tenant, tenantPod("ok-fraction").GPUFraction("0.5"), ""},
 		"gpu-fraction .25":                    {tenant, tenantPod("ok-fraction-short").GPUFraction(".25"), ""},
 		"gpu-memory 20000":                    {tenant, tenantPod("ok-memory").GPUMemory("20000"), ""},
 		"own share ConfigMap":                 {tenant, tenantPod("ok-share").GPUFraction("0.5").EnvFromConfigMap("gpuvc-share-ok-share"), ""},
-		"unrelated toleration":                {tenant, tenantPod("ok-tol").Toleration(corev1.Toleration{Key: nodepool.ResourceGPU, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}), ""},
+		"unrelated toleration":                {tenant, tenantPod("ok-tol").Toleration(corev1.Toleration{Key: contract.ResourceGPU, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}), ""},
 		"explicitly unprivileged": {tenant, tenantPod("ok-unpriv").Edit(func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(false), AllowPrivilegeEscalation: ptr.To(false)}
 		}), ""},
 		"non-team namespace with anything": {admin, testobj.Pod("anything", plainNS).Privileged().AllowPrivilegeEscalation().HostPath("dev", "/dev").
-			HostNetwork().HostPID().HostIPC().TolerateEverything().NodeSelector(syncer.LabelPool, "h100").NodeName("h100-0").GPUs("8").
+			HostNetwork().HostPID().HostIPC().TolerateEverything().NodeSelector(contract.LabelPool, "h100").NodeName("h100-0").GPUs("8").
 			GPUFraction("abc").Env("NVIDIA_VISIBLE_DEVICES", "all"), "h100-0"},
 	} {
 		legitimate(t, name, tc.client, tc.pod, tc.node)
 	}
 	for name, pod := range gapLegitimate() {
+		legitimate(t, name, tenant, pod, "")
+	}
+	for name, pod := range baselineLegitimate() {
 		legitimate(t, name, tenant, pod, "")
 	}
 }
@@ -189,7 +196,7 @@ func legitimate(t *testing.T, name string, client func() kubernetes.Interface, p
 		}
 		deleteAtEnd(t, pod.Namespace, pod.Name)
 		if node != "" {
-			got := waitForPod(ctx, t, pod.Namespace, pod.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+			got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 			if !strings.HasPrefix(got.Spec.NodeName, node) {
 				t.Errorf("runs on %s, want %s", got.Spec.NodeName, node)
 			}
@@ -204,7 +211,7 @@ func admin() kubernetes.Interface  { return env.cp.Client }
 // ephemeral containers it adds, the pool selector — so vCluster keeps syncing
 // admitted pods while nothing can widen them.
 func TestUpdates(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	pods := env.tenant.CoreV1().Pods(teamNS)
 	if _, err := pods.Create(ctx, tenantPod("updated").GPUs("1").Obj(), metav1.CreateOptions{}); err != nil {
@@ -244,7 +251,7 @@ func TestUpdates(t *testing.T) {
 	})
 	t.Run("adding a toleration for another pool is refused", func(t *testing.T) {
 		err := edit("updated", func(p *corev1.Pod) {
-			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule})
+			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule})
 		}, update)
 		refusedByFence(t, err, refusal(c.ReasonTolerationOutsidePool, "[gpuvc.dev/pool Equal h100:NoSchedule]")...)
 	})
@@ -282,13 +289,22 @@ func TestUpdates(t *testing.T) {
 		err := edit("updated", debugContainer("debug-2", true), debug)
 		refusedByFence(t, err, refusal(c.ReasonPrivileged, "spec.ephemeralContainers[1].securityContext.privileged=true")...)
 	})
+	t.Run("debug container adding SYS_ADMIN is refused", func(t *testing.T) {
+		err := edit("updated", func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debug-caps", Image: "registry.invalid/debug",
+				SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}},
+			}})
+		}, debug)
+		refusedByFence(t, err, refusal(c.ReasonCapabilityNotAllowed, "spec.ephemeralContainers[1].securityContext.capabilities.add[0]=SYS_ADMIN")...)
+	})
 }
 
 // TestLowerLimitKeepsRunningPodsUpdatable: settings judged at creation are not
 // judged again, so lowering a team's limit never blocks vCluster's updates or a
 // controller removing its finalizer from a running pod.
 func TestLowerLimitKeepsRunningPodsUpdatable(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	const ns = "team-shrink"
 	if err := createTeamNamespace(ctx, ns, "shrink", c.Params(pool, 2, systemPool, "shrink")); err != nil {
@@ -355,28 +371,4 @@ func deleteAtEnd(t *testing.T, ns, name string) {
 	t.Cleanup(func() {
 		_ = env.cp.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	})
-}
-
-// waitForPod polls a pod until cond holds and returns it.
-func waitForPod(ctx context.Context, t *testing.T, ns, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
-	t.Helper()
-	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := env.cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil // e.g. not yet created by its controller
-		}
-		if err != nil {
-			return false, err
-		}
-		pod = p
-		return cond(p), nil
-	})
-	if err != nil {
-		if pod == nil {
-			t.Fatalf("pod %s/%s never appeared: %v", ns, name, err)
-		}
-		t.Fatalf("pod %s/%s never reached the expected state: %v; last status %+v", ns, name, err, pod.Status)
-	}
-	return pod
 }

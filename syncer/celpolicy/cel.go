@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Small helpers that write CEL. The policy is CEL source text; these keep the
@@ -72,15 +72,15 @@ func sidecar(c string) string { return c + `.?restartPolicy.orValue("") == "Alwa
 
 // Frequently used literals.
 var (
-	labelPool      = lit(syncer.LabelPool)
+	labelPool      = lit(contract.LabelPool)
 	gpuEnvNames    = litList([]string{"NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES"})
-	shareCMPrefix  = lit(syncer.ShareConfigMapPrefix)
-	annoFraction   = lit(syncer.AnnotationKAIFraction)
-	annoMemory     = lit(syncer.AnnotationKAIMemory)
-	annoDevices    = lit(syncer.AnnotationKAIFractionDevices)
-	resourceGPU    = lit(syncer.ResourceGPU)
-	resourceMIG    = lit(syncer.ResourceMIGPrefix)
-	resourceNVIDIA = lit("nvidia.com/")
+	shareCMPrefix  = lit(contract.ShareConfigMapPrefix)
+	annoFraction   = lit(contract.AnnotationKAIFraction)
+	annoMemory     = lit(contract.AnnotationKAIMemory)
+	annoDevices    = lit(contract.AnnotationKAIFractionDevices)
+	resourceGPU    = lit(contract.ResourceGPU)
+	resourceMIG    = lit(contract.ResourceMIGPrefix)
+	resourceNVIDIA = lit(contract.NVIDIAPrefix)
 )
 
 // paramString is the value of a parameter, "" when the ConfigMap lacks it.

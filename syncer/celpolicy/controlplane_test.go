@@ -10,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
@@ -19,7 +21,7 @@ import (
 // only the team's vCluster StatefulSet gets pods in the system pool, and never
 // with a GPU.
 func TestControlPlane(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	for name, tc := range map[string]struct {
 		team        string
 		statefulSet string
@@ -31,7 +33,7 @@ func TestControlPlane(t *testing.T) {
 			refusal(c.ReasonControlPlaneGPU, "the vCluster control plane (StatefulSet vc2) asks for nvidia.com/gpu", "limit: no GPUs for control-plane pods")},
 		"another StatefulSet in the system pool": {"vc3", "impostor", testobj.Pod("", "").InPool(systemPool),
 			refusal(c.ReasonPoolNotSelected, "spec.nodeSelector[gpuvc.dev/pool]=system", "must select pool a100")},
-		"the vCluster StatefulSet's pod marked as synced by vCluster": {"vc4", "vc4", testobj.Pod("", "").InPool(systemPool).Label(syncer.LabelVClusterManagedBy, "vc4"),
+		"the vCluster StatefulSet's pod marked as synced by vCluster": {"vc4", "vc4", testobj.Pod("", "").InPool(systemPool).Label(contract.LabelVClusterManagedBy, "vc4"),
 			refusal(c.ReasonPoolNotSelected, "spec.nodeSelector[gpuvc.dev/pool]=system")},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -45,7 +47,7 @@ func TestControlPlane(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.refused == nil {
-				got := waitForPod(ctx, t, ns, tc.statefulSet+"-0", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+				got := poll.Pod(ctx, t, env.cp.Client, ns, tc.statefulSet+"-0", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 				if got.Spec.NodeName != "system-0" {
 					t.Errorf("control plane runs on %s, want system-0", got.Spec.NodeName)
 				}

@@ -5,8 +5,10 @@
 //
 // The policy gpuvc-pod-fence repeats, as refusals, what the webhook fences:
 // the team's node pool (nodeSelector, tolerations, no nodeName), node access
-// (privileged, privilege escalation, hostPath, host namespaces, NVIDIA device
-// variables, other pods' share ConfigMaps), GPU devices per pod (whole GPUs and
+// (privileged, privilege escalation, hostPath, host namespaces, and the rest of
+// Pod Security baseline: capabilities, seccomp, AppArmor, procMount, sysctls,
+// hostPorts, hostProcess, SELinux; NVIDIA device variables, other pods' share
+// ConfigMaps), GPU devices per pod (whole GPUs and
 // MIG instances, at the pod's peak) and the gpu-fraction / gpu-memory
 // annotations. Each team namespace carries its parameters in the ConfigMap
 // gpuvc-admission-params; a namespace without it refuses every pod. The policy

@@ -13,7 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
@@ -60,12 +62,12 @@ func createSchedulingClasses(ctx context.Context) error {
 // shaped is a share pod of team fraud as the webhook makes it from
 // gpu-fraction f (canonical: the fraction the webhook records).
 func shaped(name, f, canonical string) *testobj.PodWrapper {
-	cm := syncer.ShareConfigMapPrefix + name
+	cm := contract.ShareConfigMapPrefix + name
 	return tenantPod(name).GPUFraction(f).
-		Label(syncer.LabelTeam, team).Label(syncer.LabelGPUShare, "true").
-		Annotation(syncer.AnnotationRole, syncer.RoleWorkload).Annotation(syncer.AnnotationGPUFraction, canonical).
-		Annotation(syncer.AnnotationShareConfigMap, cm).Annotation(syncer.AnnotationDecisions, `[]`).
-		SchedulingGate(syncer.GateGPUShare).EnvFromConfigMap(cm)
+		Label(contract.LabelTeam, team).Label(contract.LabelGPUShare, "true").
+		Annotation(contract.AnnotationRole, contract.RoleWorkload).Annotation(contract.AnnotationGPUFraction, canonical).
+		Annotation(contract.AnnotationShareConfigMap, cm).Annotation(contract.AnnotationDecisions, `[]`).
+		SchedulingGate(contract.GateGPUShare).EnvFromConfigMap(cm)
 }
 
 // gapAttacks join TestAttacks: each passed the fence before the parameters
@@ -86,7 +88,7 @@ func gapAttacks() map[string]struct {
 			refusal(c.ReasonPriorityClassNotAllowed, "spec.priorityClassName=system-node-critical", "limit: priorityClasses="+allowedClass)},
 		"runtime class not allowed": {tenantPod("runtime-foreign").RuntimeClass(foreignRuntime),
 			refusal(c.ReasonRuntimeClassNotAllowed, "spec.runtimeClassName="+foreignRuntime, "limit: runtimeClasses="+allowedClass)},
-		"another team's KAI queue": {tenantPod("queue-other").Label(syncer.LabelKAIQueue, "other-queue"),
+		"another team's KAI queue": {tenantPod("queue-other").Label(contract.LabelKAIQueue, "other-queue"),
 			refusal(c.ReasonQueueNotAllowed, "metadata.labels[kai.scheduler/queue]=other-queue", "limit: queue="+fraudQueue)},
 
 		// Devices and shares.
@@ -100,24 +102,24 @@ func gapAttacks() map[string]struct {
 			refusal(c.ReasonInvalidGPUShare, `metadata.annotations[gpu-memory]="81920" MiB is not less than the 81920 MiB`, "limit: below 81920 MiB")},
 		"gpu-fraction and gpu-memory": {tenantPod("fraction-and-memory").GPUFraction("0.5").GPUMemory("20000"),
 			refusal(c.ReasonInvalidGPUShare, "sets both gpu-fraction and gpu-memory", "limit: one of them")},
-		"gpu-fraction over two devices": {tenantPod("fraction-devices").GPUFraction("0.5").Annotation(syncer.AnnotationKAIFractionDevices, "2"),
+		"gpu-fraction over two devices": {tenantPod("fraction-devices").GPUFraction("0.5").Annotation(contract.AnnotationKAIFractionDevices, "2"),
 			refusal(c.ReasonInvalidGPUShare, `metadata.annotations[gpu-fraction-num-devices]="2"`, "limit: a share of 1 GPU")},
 
 		// gpuvc.dev/ metadata drives the share controller: forging it could
 		// make a tenant pod a reservation holding any GPU UUID, or claim room
 		// on a reservation.
 		"forged reservation pod with another GPU's UUID": {tenantPod("forged-reservation").GPUs("1").
-			Label(syncer.LabelRole, syncer.RoleReservation).Annotation(syncer.AnnotationGPUUUID, "GPU-victim"),
+			Label(contract.LabelRole, contract.RoleReservation).Annotation(contract.AnnotationGPUUUID, "GPU-victim"),
 			refusal(c.ReasonForgedMetadata, `metadata.labels[gpuvc.dev/role]="reservation"`, `metadata.annotations[gpuvc.dev/gpu-uuid]="GPU-victim"`,
 				"limit: gpuvc.dev/ keys are written by gpuvc only")},
 		"forged share assignment": {shaped("forged-assignment", "0.3", "0.3").
-			Label(syncer.LabelShareGroup, "fraud-res-1").Annotation(syncer.AnnotationShareUnits, "100"),
+			Label(contract.LabelShareGroup, "fraud-res-1").Annotation(contract.AnnotationShareUnits, "100"),
 			refusal(c.ReasonForgedMetadata, `metadata.labels[gpuvc.dev/share-group]="fraud-res-1"`, `metadata.annotations[gpuvc.dev/share-units]="100"`)},
 		"recorded fraction larger than asked": {shaped("forged-fraction", "0.1", "0.9"),
 			refusal(c.ReasonForgedMetadata, `metadata.annotations[gpuvc.dev/gpu-fraction]="0.9"`)},
-		"share label without a share": {tenantPod("forged-share").Label(syncer.LabelGPUShare, "true"),
+		"share label without a share": {tenantPod("forged-share").Label(contract.LabelGPUShare, "true"),
 			refusal(c.ReasonForgedMetadata, `metadata.labels[gpuvc.dev/gpu-share]="true"`)},
-		"another team's label": {tenantPod("forged-team").Label(syncer.LabelTeam, "ml"),
+		"another team's label": {tenantPod("forged-team").Label(contract.LabelTeam, "ml"),
 			refusal(c.ReasonForgedMetadata, `metadata.labels[gpuvc.dev/team]="ml"`)},
 	}
 }
@@ -128,30 +130,30 @@ func gapLegitimate() map[string]*testobj.PodWrapper {
 	return map[string]*testobj.PodWrapper{
 		"allowed priority class":               tenantPod("ok-priority").PriorityClass(allowedClass),
 		"allowed runtime class":                tenantPod("ok-runtime").RuntimeClass(allowedClass),
-		"the team's KAI queue":                 tenantPod("ok-queue").Label(syncer.LabelKAIQueue, fraudQueue),
-		"default scheduler named":              tenantPod("ok-scheduler").SchedulerName(syncer.DefaultSchedulerName),
+		"the team's KAI queue":                 tenantPod("ok-queue").Label(contract.LabelKAIQueue, fraudQueue),
+		"default scheduler named":              tenantPod("ok-scheduler").SchedulerName(contract.DefaultSchedulerName),
 		"allowed MIG 2g.20gb":                  tenantPod("ok-mig-2g").MIG("2g.20gb", "1"),
 		"share pod as the webhook makes it":    shaped("ok-shaped", "0.5", "0.5"),
 		"fraction .25 recorded as 0.25":        shaped("ok-shaped-short", ".25", "0.25"),
-		"gpu-fraction-num-devices 1":           tenantPod("ok-devices").GPUFraction("0.5").Annotation(syncer.AnnotationKAIFractionDevices, "1"),
+		"gpu-fraction-num-devices 1":           tenantPod("ok-devices").GPUFraction("0.5").Annotation(contract.AnnotationKAIFractionDevices, "1"),
 		"gpu-memory below one GPU's":           tenantPod("ok-memory-big").GPUMemory("81919"),
-		"workload role and decisions":          tenantPod("ok-role").Label(syncer.LabelTeam, team).Annotation(syncer.AnnotationRole, syncer.RoleWorkload).Annotation(syncer.AnnotationDecisions, `[{"reason":"PoolPinned"}]`),
+		"workload role and decisions":          tenantPod("ok-role").Label(contract.LabelTeam, team).Annotation(contract.AnnotationRole, contract.RoleWorkload).Annotation(contract.AnnotationDecisions, `[{"reason":"PoolPinned"}]`),
 		"memory share as the webhook makes it": memoryShaped("ok-memory-shaped", "20000"),
 	}
 }
 
 func memoryShaped(name, mib string) *testobj.PodWrapper {
-	cm := syncer.ShareConfigMapPrefix + name
+	cm := contract.ShareConfigMapPrefix + name
 	return tenantPod(name).GPUMemory(mib).
-		Label(syncer.LabelTeam, team).Label(syncer.LabelGPUShare, "true").
-		Annotation(syncer.AnnotationRole, syncer.RoleWorkload).Annotation(syncer.AnnotationGPUMemory, mib).
-		Annotation(syncer.AnnotationShareConfigMap, cm).SchedulingGate(syncer.GateGPUShare).EnvFromConfigMap(cm)
+		Label(contract.LabelTeam, team).Label(contract.LabelGPUShare, "true").
+		Annotation(contract.AnnotationRole, contract.RoleWorkload).Annotation(contract.AnnotationGPUMemory, mib).
+		Annotation(contract.AnnotationShareConfigMap, cm).SchedulingGate(contract.GateGPUShare).EnvFromConfigMap(cm)
 }
 
 // TestFractionsOff: a team without GPU sharing gets no share pods, with or
 // without the webhook; whole GPUs still pass. No MIG profile is allowed either.
 func TestFractionsOff(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	const ns = "team-nofrac"
 	if err := createTeamNamespace(ctx, ns, "nofrac", c.PolicyParams(&syncer.TeamPolicy{
@@ -173,7 +175,7 @@ func TestFractionsOff(t *testing.T) {
 		"gpu-memory": {testobj.Pod("memory", ns).InPool(pool).GPUMemory("20000"),
 			refusal(c.ReasonFractionsDisabled, "team nofrac has GPU sharing disabled")},
 		"share pod as the webhook of a sharing team makes it": {testobj.Pod("shaped", ns).InPool(pool).GPUFraction("0.5").
-			Label(syncer.LabelGPUShare, "true").Annotation(syncer.AnnotationGPUFraction, "0.5").SchedulingGate(syncer.GateGPUShare),
+			Label(contract.LabelGPUShare, "true").Annotation(contract.AnnotationGPUFraction, "0.5").SchedulingGate(contract.GateGPUShare),
 			refusal(c.ReasonFractionsDisabled)},
 		"any MIG profile": {testobj.Pod("mig", ns).InPool(pool).MIG("1g.10gb", "1"),
 			refusal(c.ReasonMIGProfileNotAllowed, "nvidia.com/mig-1g.10gb", "limit: migProfiles=(none)")},
@@ -195,18 +197,18 @@ func TestFractionsOff(t *testing.T) {
 // metadata and lifts the share gate — the share controller (a trusted user)
 // binds, and gpuvc reserve records its GPU once on its own reservation pod.
 func TestReservedMetadataUpdates(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	manager := grantPods(ctx, t, "test-manager-pods", c.DefaultParamsWriter)
-	reserve := grantPods(ctx, t, "test-reserve-pods", "system:serviceaccount:"+teamNS+":"+syncer.ReserveServiceAccount)
+	reserve := grantPods(ctx, t, "test-reserve-pods", "system:serviceaccount:"+teamNS+":"+contract.ReserveServiceAccount)
 	tenantPods, managerPods, reservePods := env.tenant.CoreV1().Pods(teamNS), manager.CoreV1().Pods(teamNS), reserve.CoreV1().Pods(teamNS)
 
 	if _, err := tenantPods.Create(ctx, shaped("meta", "0.5", "0.5").Obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("a share pod as the webhook makes it was refused: %v", err)
 	}
 	deleteAtEnd(t, teamNS, "meta")
-	reservation := tenantPod("meta-reservation").GPUs("1").Label(syncer.LabelTeam, team).Label(syncer.LabelRole, syncer.RoleReservation).
-		Annotation(syncer.AnnotationRole, syncer.RoleWorkload).Obj()
+	reservation := tenantPod("meta-reservation").GPUs("1").Label(contract.LabelTeam, team).Label(contract.LabelRole, contract.RoleReservation).
+		Annotation(contract.AnnotationRole, contract.RoleWorkload).Obj()
 	if _, err := managerPods.Create(ctx, reservation, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("gpuvc creating a reservation pod was refused: %v", err)
 	}
@@ -220,7 +222,7 @@ func TestReservedMetadataUpdates(t *testing.T) {
 		want  []string // nil: admitted
 	}{
 		{"tenant removes the share gate", tenantPods, "meta", `{"spec":{"schedulingGates":null}}`,
-			refusal(c.ReasonShareGateRemoved, "spec.schedulingGates", syncer.GateGPUShare, "removed by "+vclusterUser(team), "limit: only gpuvc removes it")},
+			refusal(c.ReasonShareGateRemoved, "spec.schedulingGates", contract.GateGPUShare, "removed by "+vclusterUser(team), "limit: only gpuvc removes it")},
 		{"tenant raises its recorded fraction", tenantPods, "meta", `{"metadata":{"annotations":{"gpuvc.dev/gpu-fraction":"0.9"}}}`,
 			refusal(c.ReasonForgedMetadata, `metadata.annotations[gpuvc.dev/gpu-fraction]="0.9"`, "changed by "+vclusterUser(team))},
 		{"tenant records a GPU UUID", tenantPods, "meta", `{"metadata":{"annotations":{"gpuvc.dev/gpu-uuid":"GPU-victim"}}}`,

@@ -6,7 +6,7 @@ import (
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // The parameter ConfigMap lives in the team namespace, where the team's vCluster
@@ -54,5 +54,5 @@ func paramsGuardBinding() *admissionv1ac.ValidatingAdmissionPolicyBindingApplyCo
 // teamNamespaces selects namespaces labelled gpuvc.dev/team, as the webhook does.
 func teamNamespaces() *admissionv1ac.MatchResourcesApplyConfiguration {
 	return admissionv1ac.MatchResources().WithNamespaceSelector(metav1ac.LabelSelector().WithMatchExpressions(
-		metav1ac.LabelSelectorRequirement().WithKey(syncer.LabelTeam).WithOperator(metav1.LabelSelectorOpExists)))
+		metav1ac.LabelSelectorRequirement().WithKey(contract.LabelTeam).WithOperator(metav1.LabelSelectorOpExists)))
 }

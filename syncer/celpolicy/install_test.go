@@ -12,6 +12,7 @@ import (
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
@@ -20,7 +21,7 @@ import (
 // object of the paramKind create a policy with it ("get" on all ConfigMaps),
 // and a binding only if they may read the ConfigMap it names.
 func TestInstallPermissions(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	const user = "test-installer"
 	grant(ctx, t, user+"-vap", user, rbacv1.PolicyRule{

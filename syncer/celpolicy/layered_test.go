@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,12 +16,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/manager/servingcert"
 	"github.com/gpuvc/gpuvc/syncer"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
-	"github.com/gpuvc/gpuvc/syncer/servingcert"
+	"github.com/gpuvc/gpuvc/syncer/syncertest"
 )
 
 // With both layers on, the webhook turns what tenants write into pods the CEL
@@ -46,7 +51,7 @@ var layeredPolicy = syncer.TeamPolicy{
 // another pool's selector, shares — are admitted with both layers on, and
 // land in the pool.
 func TestWithWebhook(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	startWebhook(ctx, t)
 	tenantLayered, err := impersonate(vclusterUser(layeredTeam))
@@ -68,10 +73,10 @@ func TestWithWebhook(t *testing.T) {
 		"own scheduler (replaced)":          {testobj.Pod("scheduler", layeredNS).SchedulerName("my-scheduler"), "a100"},
 		"critical priority class (removed)": {testobj.Pod("priority", layeredNS).PriorityClass("system-node-critical"), "a100"},
 		"foreign runtime class (removed)":   {testobj.Pod("runtime", layeredNS).RuntimeClass(foreignRuntime), ""},
-		"KAI queue (removed)":               {testobj.Pod("queue", layeredNS).Label(syncer.LabelKAIQueue, "other-queue"), ""},
-		"forged gpuvc metadata (removed)": {testobj.Pod("forged", layeredNS).Label(syncer.LabelRole, syncer.RoleReservation).
-			Annotation(syncer.AnnotationGPUUUID, "GPU-victim").Label(syncer.LabelShareGroup, "x"), "a100"},
-		"init container and sidecar on GPU": {testobj.Pod("sidecar", layeredNS).GPUs("1").Sidecar("proxy").LimitOn("proxy", nodepool.ResourceGPU, "1").InitContainer("warmup").LimitOn("warmup", nodepool.ResourceGPU, "1"), "a100-0"},
+		"KAI queue (removed)":               {testobj.Pod("queue", layeredNS).Label(contract.LabelKAIQueue, "other-queue"), ""},
+		"forged gpuvc metadata (removed)": {testobj.Pod("forged", layeredNS).Label(contract.LabelRole, contract.RoleReservation).
+			Annotation(contract.AnnotationGPUUUID, "GPU-victim").Label(contract.LabelShareGroup, "x"), "a100"},
+		"init container and sidecar on GPU": {testobj.Pod("sidecar", layeredNS).GPUs("1").Sidecar("proxy").LimitOn("proxy", contract.ResourceGPU, "1").InitContainer("warmup").LimitOn("warmup", contract.ResourceGPU, "1"), "a100-0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			created, err := pods.Create(ctx, tc.pod.Obj(), metav1.CreateOptions{})
@@ -79,11 +84,11 @@ func TestWithWebhook(t *testing.T) {
 				t.Fatalf("refused with both layers on: %v", err)
 			}
 			deleteAtEnd(test, layeredNS, created.Name)
-			if got := created.Spec.NodeSelector[syncer.LabelPool]; got != pool {
+			if got := created.Spec.NodeSelector[contract.LabelPool]; got != pool {
 				t.Errorf("the webhook did not pin the pool: nodeSelector %v", created.Spec.NodeSelector)
 			}
 			if tc.node != "" {
-				got := waitForPod(ctx, t, layeredNS, created.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+				got := poll.Pod(ctx, t, env.cp.Client, layeredNS, created.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 				if len(got.Spec.NodeName) < len(tc.node) || got.Spec.NodeName[:len(tc.node)] != tc.node {
 					t.Errorf("runs on %s, want %s", got.Spec.NodeName, tc.node)
 				}
@@ -97,7 +102,7 @@ func TestWithWebhook(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule})
+			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule})
 			_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
 			return err
 		})
@@ -143,11 +148,35 @@ func TestWithWebhook(t *testing.T) {
 		if _, err := env.cp.Client.AppsV1().StatefulSets(layeredNS).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		got := waitForPod(ctx, t, layeredNS, layeredTeam+"-0", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		got := poll.Pod(ctx, t, env.cp.Client, layeredNS, layeredTeam+"-0", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 		if got.Spec.NodeName != "system-0" {
 			t.Errorf("control plane runs on %s, want system-0", got.Spec.NodeName)
 		}
 	})
+
+	// The layers agree on Pod Security baseline: the webhook refuses every
+	// baseline attack (before the fence sees it) with the fence's words, and
+	// admits what the fence admits — in a namespace labelled podSecurity:
+	// privileged.
+	for name, a := range baselineAttacks() {
+		t.Run("webhook refuses "+name, func(t *testing.T) {
+			pod := a.pod.Obj()
+			pod.Namespace = layeredNS
+			_, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+			refusedByWebhook(t, err, a.want...)
+		})
+	}
+	for name, pw := range baselineLegitimate() {
+		t.Run("both layers admit "+name, func(t *testing.T) {
+			pod := pw.Obj()
+			pod.Namespace = layeredNS
+			created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("refused with both layers on: %v", err)
+			}
+			deleteAtEnd(test, layeredNS, created.Name)
+		})
+	}
 
 	// Where the layers differ: the webhook admits a nodeName inside the pool,
 	// the CEL fence (which cannot look nodes up) refuses every nodeName.
@@ -167,7 +196,7 @@ func startWebhook(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	wh, err := syncer.New(syncer.Options{
-		Policies: &syncer.NamespacePolicies{Reader: reader, Teams: map[string]syncer.TeamPolicy{layeredTeam: layeredPolicy}},
+		Policies: &syncertest.NamespacePolicies{Reader: reader, Teams: map[string]syncer.TeamPolicy{layeredTeam: layeredPolicy}},
 		Nodes:    syncer.ClientNodePools{Reader: reader},
 		MIG:      migmap.Catalog{},
 	})
@@ -225,6 +254,9 @@ func startWebhook(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	ns.Labels[layeredLabel] = "on"
+	for k, v := range testobj.PodSecurityLabels("privileged") {
+		ns.Labels[k] = v
+	}
 	if _, err := cp.Client.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -235,8 +267,31 @@ func startWebhook(ctx context.Context, t *testing.T) {
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		got, err := cp.Client.CoreV1().Pods(layeredNS).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		last = err
-		return err == nil && got.Labels[syncer.LabelTeam] == layeredTeam, nil
+		return err == nil && got.Labels[contract.LabelTeam] == layeredTeam, nil
 	}); err != nil {
 		t.Fatalf("the API server never called the webhook: %v (last: %v)", err, last)
+	}
+}
+
+// refusedByWebhook asserts that gpuvc's mutating webhook refused the request
+// with every word given. The webhook lists every refusal ("gpuvc: A: ...; B:
+// ..."), so the reason may come later than first.
+func refusedByWebhook(t *testing.T, err error, words ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("admitted; want a refusal by the webhook containing %q", words)
+	}
+	msg := err.Error()
+	t.Logf("refusal: %s", msg)
+	if !strings.Contains(msg, `admission webhook "pods.mutate.gpuvc.dev" denied the request`) {
+		t.Fatalf("refused, but not by gpuvc's mutating webhook: %s", msg)
+	}
+	for i, w := range words {
+		if i == 0 {
+			w = strings.TrimPrefix(w, "gpuvc: ")
+		}
+		if !strings.Contains(msg, w) {
+			t.Errorf("refusal lacks %q", w)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package celpolicy_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -19,16 +18,17 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
 // The integration tests run on a real API server with no admission webhook at
-// all: whatever they see refused, the CEL policies refused alone. Team
-// namespaces carry no Pod Security Admission labels, so PSA enforces nothing in
-// them either.
+// all: whatever they see refused, the CEL policies refused alone. Pod Security
+// Admission enforces nothing either: team fraud's namespace is labelled as the
+// manager labels a team with podSecurity: privileged, the others carry no PSA
+// labels (the API server's default is privileged).
 
 const (
 	team       = "fraud"
@@ -48,37 +48,17 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
 	// The webhook server of TestWithWebhook logs through controller-runtime.
 	ctrllog.SetLogger(logr.Discard())
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	started := time.Now()
-	cp, err := localcp.Start(ctx, localcluster.Options{Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
-		return 1
-	}
-	defer func() {
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, func(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
+		started := time.Now()
+		env.cp = cp
+		if err := setUp(ctx); err != nil {
+			return nil, err
 		}
-	}()
-	env.cp = cp
-	fmt.Fprintf(os.Stderr, "celpolicy: control plane ready after %s\n", time.Since(started).Round(time.Millisecond))
-	if err := setUp(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "setting up:", err)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "celpolicy: policy enforced after %s\n", time.Since(started).Round(time.Millisecond))
-	return m.Run()
+		fmt.Fprintf(os.Stderr, "celpolicy: policy enforced %s after the control plane was ready\n", time.Since(started).Round(time.Millisecond))
+		return nil, nil
+	}))
 }
 
 func setUp(ctx context.Context) error {
@@ -97,6 +77,9 @@ func setUp(ctx context.Context) error {
 		return err
 	}
 	if err := createTeamNamespace(ctx, teamNS, team, celpolicy.PolicyParams(&fraudPolicy)); err != nil {
+		return err
+	}
+	if err := labelNamespace(ctx, teamNS, testobj.PodSecurityLabels("privileged")); err != nil {
 		return err
 	}
 	if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(plainNS, nil), metav1.CreateOptions{}); err != nil {
@@ -127,7 +110,7 @@ func impersonate(user string) (kubernetes.Interface, error) {
 func createTeamNamespace(ctx context.Context, ns, team string, params map[string]string) error {
 	c := env.cp.Client
 	if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(ns, map[string]string{
-		syncer.LabelTeam: team, syncer.LabelPool: pool,
+		contract.LabelTeam: team, contract.LabelPool: pool,
 	}), metav1.CreateOptions{}); err != nil {
 		return err
 	}
@@ -193,13 +176,6 @@ func waitForFence(ctx context.Context, ns, refusedWith string) error {
 
 // policyRefusal starts every refusal by the pod fence.
 var policyRefusal = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request", celpolicy.PolicyName, celpolicy.BindingName)
-
-func requireHost(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs the local control plane (run without -short)")
-	}
-}
 
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -73,6 +73,14 @@ const (
 	ReasonPrivilegeEscalation     = "PrivilegeEscalation"
 	ReasonHostPath                = syncer.ReasonHostPath
 	ReasonHostNamespace           = syncer.ReasonHostNamespace
+	ReasonCapabilityNotAllowed    = syncer.ReasonCapabilityNotAllowed
+	ReasonSeccompUnconfined       = syncer.ReasonSeccompUnconfined
+	ReasonAppArmorUnconfined      = syncer.ReasonAppArmorUnconfined
+	ReasonProcMountNotAllowed     = syncer.ReasonProcMountNotAllowed
+	ReasonSysctlNotAllowed        = syncer.ReasonSysctlNotAllowed
+	ReasonHostPort                = syncer.ReasonHostPort
+	ReasonHostProcess             = syncer.ReasonHostProcess
+	ReasonSELinuxNotAllowed       = syncer.ReasonSELinuxNotAllowed
 	ReasonGPUEnv                  = syncer.ReasonGPUEnv
 	ReasonReservedConfigMap       = syncer.ReasonReservedConfigMap
 	ReasonUnsupportedGPUResource  = syncer.ReasonUnsupportedGPUResource

@@ -7,6 +7,7 @@ import (
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
@@ -17,11 +18,11 @@ import (
 func PolicyParams(p *syncer.TeamPolicy) map[string]string {
 	systemPool := p.SystemPool
 	if systemPool == "" {
-		systemPool = syncer.DefaultSystemPool
+		systemPool = contract.DefaultSystemPool
 	}
 	scheduler := p.SchedulerName
 	if scheduler == "" {
-		scheduler = syncer.DefaultSchedulerName
+		scheduler = contract.DefaultSchedulerName
 	}
 	mig := slices.Clone(p.AllowedMIGProfiles)
 	if p.WholeGPUAs != "" {

@@ -13,7 +13,8 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
@@ -21,7 +22,7 @@ import (
 // ConfigMap refuses every pod (parameterNotFoundAction: Deny) until gpuvc
 // writes it.
 func TestMissingParamsRefusesPods(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	const ns = "team-noparams"
 	if err := createTeamNamespace(ctx, ns, "noparams", nil); err != nil {
@@ -45,7 +46,7 @@ func TestMissingParamsRefusesPods(t *testing.T) {
 // TestInvalidParamsRefusePods: parameters gpuvc did not write (or a broken
 // manager) fail closed with a message naming the bad value.
 func TestInvalidParamsRefusePods(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	const ns = "team-badparams"
 	if err := createTeamNamespace(ctx, ns, "badparams", nil); err != nil {
@@ -70,7 +71,7 @@ func TestInvalidParamsRefusePods(t *testing.T) {
 // namespace (vCluster's chart grants it), yet not its own admission
 // parameters; gpuvc's manager and system:masters may.
 func TestParamsGuard(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	const emptyNS = "team-guarded"
 	if err := createTeamNamespace(ctx, emptyNS, "guarded", nil); err != nil {

@@ -5,7 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // variable is a named CEL expression of the policy; later ones may use earlier
@@ -21,7 +21,7 @@ func podVariables(controlPlaneCreators []string) []variable {
 		initList + ".slice(0, i).filter(s, " + sidecar("s") + ").map(s, " + gpuDevices("s", "n") + ").sum() + " + gpuDevices("c", "n") + ")).max()"
 	return []variable{
 		{"create", `request.operation == "CREATE"`},
-		{"team", `namespaceObject.metadata.?labels[?` + lit(syncer.LabelTeam) + `].orValue(namespaceObject.metadata.name)`},
+		{"team", `namespaceObject.metadata.?labels[?` + lit(contract.LabelTeam) + `].orValue(namespaceObject.metadata.name)`},
 
 		// Parameters; a missing or malformed key yields "" or -1, which
 		// InvalidAdmissionParams refuses.
@@ -37,7 +37,7 @@ func podVariables(controlPlaneCreators []string) []variable {
 		// vCluster synced. Only on CREATE: an UPDATE judges what changed.
 		{"controlPlane", `variables.create && variables.controlPlaneName != "" && ` +
 			`request.userInfo.username in ` + litList(controlPlaneCreators) + ` && ` +
-			`!(` + lit(syncer.LabelVClusterManagedBy) + ` in object.metadata.?labels.orValue({})) && ` +
+			`!(` + lit(contract.LabelVClusterManagedBy) + ` in object.metadata.?labels.orValue({})) && ` +
 			`object.metadata.?ownerReferences.orValue([]).exists(o, o.?controller.orValue(false) && o.apiVersion.startsWith("apps/") && ` +
 			// A StatefulSet, or the ReplicaSet <name>-<hash> of the Deployment vCluster
 			// uses when its datastore is ephemeral (as the webhook decides).
@@ -115,7 +115,10 @@ func podChecks() []check {
 	describeToleration := `(t.?key.orValue("") == "" ? "*" : t.key) + " " + t.?operator.orValue("Equal") + ` +
 		`(t.?value.orValue("") != "" ? " " + t.value : "") + (t.?effect.orValue("") != "" ? ":" + t.effect : "")`
 
-	return []check{
+	// The baseline rules follow privilege escalation and come before host
+	// namespaces: a pod that must break both (hostProcess needs hostNetwork) is
+	// refused for its own rule (the API server reports the first only).
+	return append(append([]check{
 		{
 			reason: ReasonInvalidParams,
 			expr: `variables.pool != "" && variables.systemPool != "" && variables.maxGPUs >= 0 && variables.gpuMemory >= 0 && ` +
@@ -133,18 +136,18 @@ func podChecks() []check {
 			reason: ReasonPoolNotSelected,
 			expr: `variables.create ? variables.selectedPool == variables.allowedPool : ` +
 				`(variables.selectedPool == variables.oldSelectedPool || (variables.oldSelectedPool == "" && variables.selectedPool == variables.allowedPool))`,
-			message: "spec.nodeSelector[" + syncer.LabelPool + "] must name the team's pool (limit: the pool in " + ParamsName + ")",
-			messageCEL: lit(prefix(ReasonPoolNotSelected)+"spec.nodeSelector["+syncer.LabelPool+"]=") +
+			message: "spec.nodeSelector[" + contract.LabelPool + "] must name the team's pool (limit: the pool in " + ParamsName + ")",
+			messageCEL: lit(prefix(ReasonPoolNotSelected)+"spec.nodeSelector["+contract.LabelPool+"]=") +
 				` + (variables.selectedPool == "" ? "(unset)" : variables.selectedPool) + " but pods of team " + variables.team + " must select pool " + variables.allowedPool + ` +
-				`" (limit: nodeSelector ` + syncer.LabelPool + `=" + variables.allowedPool + (variables.create ? "" : ", unchanged after creation") + ` +
+				`" (limit: nodeSelector ` + contract.LabelPool + `=" + variables.allowedPool + (variables.create ? "" : ", unchanged after creation") + ` +
 				`"); gpuvc's webhook sets it on every pod, so it is not running for this namespace: retry later or tell the platform team"`,
 		},
 		{
 			reason:  ReasonTolerationOutsidePool,
 			expr:    `size(variables.foreignTolerations) == 0`,
-			message: "spec.tolerations reach other pools (limit: no wildcard toleration, no " + syncer.LabelPool + " toleration other than the team's pool)",
+			message: "spec.tolerations reach other pools (limit: no wildcard toleration, no " + contract.LabelPool + " toleration other than the team's pool)",
 			messageCEL: lit(prefix(ReasonTolerationOutsidePool)+"spec.tolerations [") + ` + variables.foreignTolerations.map(t, ` + describeToleration + `).join(", ") + ` +
-				`"] would let the pod onto other pools' nodes (limit: no wildcard toleration and no ` + syncer.LabelPool +
+				`"] would let the pod onto other pools' nodes (limit: no wildcard toleration and no ` + contract.LabelPool +
 				` toleration other than Equal " + variables.allowedPool + "); remove them"`,
 		},
 		{
@@ -158,12 +161,12 @@ func podChecks() []check {
 		{
 			reason: ReasonForgedRole,
 			expr: `!variables.create || variables.controlPlane || ` +
-				`variables.annotations[?` + lit(syncer.AnnotationRole) + `].orValue("") != ` + lit(syncer.RoleControlPlane),
-			message: syncer.AnnotationRole + "=" + syncer.RoleControlPlane + " on a pod that is not the team's vCluster control plane " +
-				"(limit: " + syncer.ReservedPrefix + " keys are written by gpuvc only)",
-			messageCEL: lit(prefix(ReasonForgedRole)+"metadata.annotations["+syncer.AnnotationRole+"]=\""+syncer.RoleControlPlane+"\" ") +
+				`variables.annotations[?` + lit(contract.AnnotationRole) + `].orValue("") != ` + lit(contract.RoleControlPlane),
+			message: contract.AnnotationRole + "=" + contract.RoleControlPlane + " on a pod that is not the team's vCluster control plane " +
+				"(limit: " + contract.ReservedPrefix + " keys are written by gpuvc only)",
+			messageCEL: lit(prefix(ReasonForgedRole)+"metadata.annotations["+contract.AnnotationRole+"]=\""+contract.RoleControlPlane+"\" ") +
 				` + "on a pod that is not the vCluster control plane of team " + variables.team + ` +
-				lit(" (limit: "+syncer.ReservedPrefix+" keys are written by gpuvc only; the control plane is the StatefulSet controller's pod of StatefulSet ") +
+				lit(" (limit: "+contract.ReservedPrefix+" keys are written by gpuvc only; the control plane is the StatefulSet controller's pod of StatefulSet ") +
 				` + (variables.controlPlaneName == "" ? "(none)" : variables.controlPlaneName) + "); remove the annotation"`,
 		},
 		{
@@ -180,6 +183,7 @@ func podChecks() []check {
 			messageCEL: lit(prefix(ReasonPrivilegeEscalation)) + ` + ` + containerFindings(escalation, `PATH + ".securityContext.allowPrivilegeEscalation=true"`) + `.join(", ") + ` +
 				`" is not allowed in team namespaces (limit: allowPrivilegeEscalation false or unset); remove it"`,
 		},
+	}, baselineChecks()...), []check{
 		{
 			reason:  ReasonHostPath,
 			expr:    `!variables.create || !object.spec.?volumes.orValue([]).exists(v, has(v.hostPath))`,
@@ -206,12 +210,12 @@ func podChecks() []check {
 		{
 			reason: ReasonReservedConfigMap,
 			expr:   `!` + anyContainer(reservedEnv) + ` && (!variables.create || size(` + reservedVolumes + `) == 0)`,
-			message: "references to ConfigMaps named " + syncer.ShareConfigMapPrefix + "* are reserved for gpuvc's GPU share assignments " +
+			message: "references to ConfigMaps named " + contract.ShareConfigMapPrefix + "* are reserved for gpuvc's GPU share assignments " +
 				"(limit: a pod reads only its own share)",
 			messageCEL: lit(prefix(ReasonReservedConfigMap)) + ` + (` +
 				containerFindings(reservedEnv, `PATH + " refers to ConfigMap " + (`+reservedEnvNames+`).join(", ")`) +
 				` + (variables.create ? ` + reservedVolumes + ` : [])).join(", ") + ` +
-				`": the prefix ` + syncer.ShareConfigMapPrefix + ` is reserved for gpuvc's GPU share assignments (limit: a pod reads only its own share); rename your ConfigMap"`,
+				`": the prefix ` + contract.ShareConfigMapPrefix + ` is reserved for gpuvc's GPU share assignments (limit: a pod reads only its own share); rename your ConfigMap"`,
 		},
 		{
 			reason: ReasonUnsupportedGPUResource,
@@ -220,7 +224,7 @@ func podChecks() []check {
 				"(limit: those, or the gpu-fraction/gpu-memory annotations)",
 			messageCEL: lit(prefix(ReasonUnsupportedGPUResource)+"resources.limits[") + ` + variables.unsupportedNames.join(", ") + ` +
 				`"] in spec.containers[*] or spec.initContainers[*] is not a GPU resource gpuvc hands out ` +
-				`(limit: ` + syncer.ResourceGPU + `, ` + syncer.ResourceMIGPrefix + `<profile>, or the gpu-fraction / gpu-memory annotations)"`,
+				`(limit: ` + contract.ResourceGPU + `, ` + contract.ResourceMIGPrefix + `<profile>, or the gpu-fraction / gpu-memory annotations)"`,
 		},
 		{
 			reason:  ReasonControlPlaneGPU,
@@ -245,11 +249,11 @@ func podChecks() []check {
 			message: "gpu-fraction must be a decimal number greater than 0 and less than 1, gpu-memory a whole number of MiB greater than 0",
 			messageCEL: lit(prefix(ReasonInvalidGPUShare)) + ` + (!variables.fractionOK ? ` +
 				`"metadata.annotations[gpu-fraction]=\"" + variables.annotations[` + annoFraction + `] + "\" is not a fraction of a GPU ` +
-				`(limit: a decimal number greater than 0 and less than 1, e.g. \"0.5\"); fix the value, or request ` + syncer.ResourceGPU + `: 1 for a whole GPU" : ` +
+				`(limit: a decimal number greater than 0 and less than 1, e.g. \"0.5\"); fix the value, or request ` + contract.ResourceGPU + `: 1 for a whole GPU" : ` +
 				`"metadata.annotations[gpu-memory]=\"" + variables.annotations[` + annoMemory + `] + "\" is not a memory size ` +
 				`(limit: a whole number of MiB greater than 0, e.g. \"20000\"); fix the value")`,
 		},
-	}
+	}...)
 }
 
 // podFence is the ValidatingAdmissionPolicy on pods.

@@ -1,8 +1,6 @@
 package celpolicy
 
-import (
-	"github.com/gpuvc/gpuvc/syncer"
-)
+import "github.com/gpuvc/gpuvc/manager/api/contract"
 
 // gpuvc.dev/ metadata drives the share controller: a pod labelled as a
 // reservation with a GPU UUID would hand that UUID to share pods, a share-group
@@ -15,7 +13,7 @@ import (
 // gate, except gpuvc reserve recording, once, the GPU of its own reservation pod.
 
 func metadataVariables(trusted []string) []variable {
-	p := lit(syncer.ReservedPrefix)
+	p := lit(contract.ReservedPrefix)
 	l, a := "variables.labels", "variables.annotations"
 	ol, oa := "variables.oldLabels", "variables.oldAnnotations"
 	describe := func(kind, m string) string {
@@ -35,26 +33,26 @@ func metadataVariables(trusted []string) []variable {
 		{"oldAnnotations", `variables.create ? {} : oldObject.metadata.?annotations.orValue({})`},
 		// gpuvc reserve, as its namespace's reservation account, recording the
 		// UUID of its GPU on a reservation pod that has none yet.
-		{"recordingUUID", `request.userInfo.username == "system:serviceaccount:" + request.namespace + ":` + syncer.ReserveServiceAccount + `" && ` +
-			`!(` + lit(syncer.AnnotationGPUUUID) + ` in ` + oa + `) && ` + ol + `[?` + lit(syncer.LabelRole) + `].orValue("") == ` + lit(syncer.RoleReservation)},
+		{"recordingUUID", `request.userInfo.username == "system:serviceaccount:" + request.namespace + ":` + contract.ReserveServiceAccount + `" && ` +
+			`!(` + lit(contract.AnnotationGPUUUID) + ` in ` + oa + `) && ` + ol + `[?` + lit(contract.LabelRole) + `].orValue("") == ` + lit(contract.RoleReservation)},
 		// CREATE: keys the webhook would not have written with these values.
 		{"createdForged", l + `.filter(k, k.startsWith(` + p + `) && !(` +
-			`(k == ` + lit(syncer.LabelTeam) + ` && ` + l + `[k] == variables.team) || ` +
-			`(k == ` + lit(syncer.LabelGPUShare) + ` && ` + l + `[k] == "true" && variables.share)))` + describe("labels", l) + ` + ` +
+			`(k == ` + lit(contract.LabelTeam) + ` && ` + l + `[k] == variables.team) || ` +
+			`(k == ` + lit(contract.LabelGPUShare) + ` && ` + l + `[k] == "true" && variables.share)))` + describe("labels", l) + ` + ` +
 			a + `.filter(k, k.startsWith(` + p + `) && !(` +
-			`k == ` + lit(syncer.AnnotationDecisions) + ` || ` +
-			`(k == ` + lit(syncer.AnnotationRole) + ` && ` + a + `[k] in ` + litList([]string{syncer.RoleWorkload, syncer.RoleControlPlane}) + `) || ` +
-			`(k == ` + lit(syncer.AnnotationGPUFraction) + ` && ` + annoFraction + ` in ` + a + ` && variables.fractionOK && ` +
+			`k == ` + lit(contract.AnnotationDecisions) + ` || ` +
+			`(k == ` + lit(contract.AnnotationRole) + ` && ` + a + `[k] in ` + litList([]string{contract.RoleWorkload, contract.RoleControlPlane}) + `) || ` +
+			`(k == ` + lit(contract.AnnotationGPUFraction) + ` && ` + annoFraction + ` in ` + a + ` && variables.fractionOK && ` +
 			a + `[k].matches("^[0-9]*[.]?[0-9]+$") && double(` + a + `[k]) == double(` + fraction + `)) || ` +
-			`(k == ` + lit(syncer.AnnotationGPUMemory) + ` && ` + annoMemory + ` in ` + a + ` && variables.memoryOK && ` +
+			`(k == ` + lit(contract.AnnotationGPUMemory) + ` && ` + annoMemory + ` in ` + a + ` && variables.memoryOK && ` +
 			a + `[k].matches("^[0-9]{1,9}$") && int(` + a + `[k]) == int(` + memory + `)) || ` +
-			`(k == ` + lit(syncer.AnnotationShareConfigMap) + ` && variables.share && ` + a + `[k] == variables.ownShareConfigMap)))` + describe("annotations", a)},
+			`(k == ` + lit(contract.AnnotationShareConfigMap) + ` && variables.share && ` + a + `[k] == variables.ownShareConfigMap)))` + describe("annotations", a)},
 		// UPDATE: every gpuvc.dev/ key added, changed or removed.
 		{"changedReserved", l + `.filter(k, ` + changed(l, ol) + `)` + describe("labels", l) + ` + ` + removed("labels", ol, l) + ` + ` +
-			a + `.filter(k, ` + changed(a, oa) + ` && !(k == ` + lit(syncer.AnnotationGPUUUID) + ` && variables.recordingUUID))` + describe("annotations", a) + ` + ` +
+			a + `.filter(k, ` + changed(a, oa) + ` && !(k == ` + lit(contract.AnnotationGPUUUID) + ` && variables.recordingUUID))` + describe("annotations", a) + ` + ` +
 			removed("annotations", oa, a)},
 		{"forgedKeys", `variables.create ? variables.createdForged : variables.changedReserved`},
-		{"oldGated", `!variables.create && oldObject.spec.?schedulingGates.orValue([]).exists(g, g.name == ` + lit(syncer.GateGPUShare) + `)`},
+		{"oldGated", `!variables.create && oldObject.spec.?schedulingGates.orValue([]).exists(g, g.name == ` + lit(contract.GateGPUShare) + `)`},
 	}
 }
 
@@ -63,17 +61,17 @@ func metadataChecks() []check {
 		{
 			reason:  ReasonForgedMetadata,
 			expr:    `variables.trusted || size(variables.forgedKeys) == 0`,
-			message: "keys under " + syncer.ReservedPrefix + " are written by gpuvc only (limit: the webhook's own keys)",
+			message: "keys under " + contract.ReservedPrefix + " are written by gpuvc only (limit: the webhook's own keys)",
 			messageCEL: lit(prefix(ReasonForgedMetadata)) + ` + variables.forgedKeys.join(", ") + (variables.create ? ` +
-				`" on a pod gpuvc did not create (limit: ` + syncer.ReservedPrefix + ` keys are written by gpuvc only: a tenant's pod may carry only ` +
+				`" on a pod gpuvc did not create (limit: ` + contract.ReservedPrefix + ` keys are written by gpuvc only: a tenant's pod may carry only ` +
 				`its team label, its role and the share keys of its own gpu-fraction / gpu-memory); remove them" : ` +
-				`" changed by " + request.userInfo.username + " (limit: ` + syncer.ReservedPrefix + ` keys are written by gpuvc only and do not change after creation)")`,
+				`" changed by " + request.userInfo.username + " (limit: ` + contract.ReservedPrefix + ` keys are written by gpuvc only and do not change after creation)")`,
 		},
 		{
 			reason:  ReasonShareGateRemoved,
-			expr:    `variables.trusted || !variables.oldGated || object.spec.?schedulingGates.orValue([]).exists(g, g.name == ` + lit(syncer.GateGPUShare) + `)`,
-			message: "the scheduling gate " + syncer.GateGPUShare + " is removed by gpuvc only (limit: kept until the GPU share is assigned)",
-			messageCEL: lit(prefix(ReasonShareGateRemoved)+"spec.schedulingGates: the gate "+syncer.GateGPUShare+" was removed by ") + ` + request.userInfo.username + ` +
+			expr:    `variables.trusted || !variables.oldGated || object.spec.?schedulingGates.orValue([]).exists(g, g.name == ` + lit(contract.GateGPUShare) + `)`,
+			message: "the scheduling gate " + contract.GateGPUShare + " is removed by gpuvc only (limit: kept until the GPU share is assigned)",
+			messageCEL: lit(prefix(ReasonShareGateRemoved)+"spec.schedulingGates: the gate "+contract.GateGPUShare+" was removed by ") + ` + request.userInfo.username + ` +
 				`" (limit: only gpuvc removes it, once the pod's GPU share is assigned); keep the gate"`,
 		},
 	}

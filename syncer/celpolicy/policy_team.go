@@ -3,7 +3,7 @@ package celpolicy
 import (
 	"strconv"
 
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // The team policy's rules: what the webhook decides from a TeamPolicy beyond
@@ -14,7 +14,7 @@ import (
 // working.
 
 func teamVariables() []variable {
-	labelQueue := lit(syncer.LabelKAIQueue)
+	labelQueue := lit(contract.LabelKAIQueue)
 	a := "variables.annotations"
 	return []variable{
 		{"migJudged", paramSet(KeyMIGProfiles)},
@@ -36,7 +36,7 @@ func teamVariables() []variable {
 
 		// The control plane keeps the platform's scheduling settings.
 		{"workloadCreate", `variables.create && !variables.controlPlane`},
-		{"podScheduler", `object.spec.?schedulerName.orValue(` + lit(syncer.DefaultSchedulerName) + `)`},
+		{"podScheduler", `object.spec.?schedulerName.orValue(` + lit(contract.DefaultSchedulerName) + `)`},
 		{"podPriorityClass", `object.spec.?priorityClassName.orValue("")`},
 		{"podRuntimeClass", `object.spec.?runtimeClassName.orValue("")`},
 		{"hasQueue", labelQueue + ` in object.metadata.?labels.orValue({})`},
@@ -45,17 +45,17 @@ func teamVariables() []variable {
 		{"oldQueueLabel", `variables.create ? "" : oldObject.metadata.?labels[?` + labelQueue + `].orValue("")`},
 
 		{"foreignMIG", `variables.gpuNames.filter(n, n.startsWith(` + resourceMIG + `) && ` +
-			`!(n.substring(` + strconv.Itoa(len(syncer.ResourceMIGPrefix)) + `) in variables.migProfiles))`},
+			`!(n.substring(` + strconv.Itoa(len(contract.ResourceMIGPrefix)) + `) in variables.migProfiles))`},
 		{"shareProblems", `(` + annoFraction + ` in ` + a + ` && ` + annoMemory + ` in ` + a + ` ? ` +
 			`["metadata.annotations sets both gpu-fraction and gpu-memory (" + ` + quoted(a+`[`+annoFraction+`]`) + ` + ", " + ` + quoted(a+`[`+annoMemory+`]`) +
 			` + ") (limit: one of them); keep only one"] : []) + ` +
 			`(` + annoDevices + ` in ` + a + ` && ` + a + `[` + annoDevices + `] != "1" ? ` +
-			`["metadata.annotations[` + syncer.AnnotationKAIFractionDevices + `]=" + ` + quoted(a+`[`+annoDevices+`]`) +
-			` + " is not supported (limit: a share of 1 GPU); remove it, or request whole GPUs with ` + syncer.ResourceGPU + `"] : []) + ` +
+			`["metadata.annotations[` + contract.AnnotationKAIFractionDevices + `]=" + ` + quoted(a+`[`+annoDevices+`]`) +
+			` + " is not supported (limit: a share of 1 GPU); remove it, or request whole GPUs with ` + contract.ResourceGPU + `"] : []) + ` +
 			`(variables.gpuMemory > 0 && ` + annoMemory + ` in ` + a + ` && variables.memoryOK && int(` + a + `[` + annoMemory + `]) >= variables.gpuMemory ? ` +
 			`["metadata.annotations[gpu-memory]=" + ` + quoted(a+`[`+annoMemory+`]`) + ` + " MiB is not less than the " + string(variables.gpuMemory) + ` +
 			`" MiB of one GPU of pool " + variables.pool + " (limit: below " + string(variables.gpuMemory) + " MiB); ask for less, or request ` +
-			syncer.ResourceGPU + `: 1 for a whole GPU"] : [])`},
+			contract.ResourceGPU + `: 1 for a whole GPU"] : [])`},
 	}
 }
 
@@ -88,8 +88,8 @@ func teamChecks() []check {
 			expr: `!variables.queueJudged || (variables.create ? ` +
 				`(variables.controlPlane || !variables.hasQueue || (variables.queue != "" && variables.queueLabel == variables.queue)) : ` +
 				`(variables.hasQueue == variables.oldHasQueue && variables.queueLabel == variables.oldQueueLabel))`,
-			message: "the label " + syncer.LabelKAIQueue + " names a queue the team policy does not use (limit: queue in " + ParamsName + ")",
-			messageCEL: lit(prefix(ReasonQueueNotAllowed)+"metadata.labels["+syncer.LabelKAIQueue+"]=") + ` + (variables.hasQueue ? variables.queueLabel : "(removed)") + ` +
+			message: "the label " + contract.LabelKAIQueue + " names a queue the team policy does not use (limit: queue in " + ParamsName + ")",
+			messageCEL: lit(prefix(ReasonQueueNotAllowed)+"metadata.labels["+contract.LabelKAIQueue+"]=") + ` + (variables.hasQueue ? variables.queueLabel : "(removed)") + ` +
 				`(variables.create ? " but team " + variables.team + (variables.queue == "" ? " has no scheduler queue" : "'s pods use queue " + variables.queue) + ` +
 				`" (limit: ` + KeyQueue + `=" + (variables.queue == "" ? "(none)" : variables.queue) + "); remove the label" : ` +
 				`" changes the queue gpuvc set at creation (" + (variables.oldHasQueue ? variables.oldQueueLabel : "none") + ") (limit: unchanged after creation)")`,
@@ -109,14 +109,14 @@ func teamChecks() []check {
 				"(limit: GPUs through nvidia.com/gpu, nvidia.com/mig-<profile> or the gpu-fraction/gpu-memory annotations)",
 			messageCEL: lit(prefix(ReasonResourceClaim)+"spec.resourceClaims [") + ` + object.spec.resourceClaims.map(r, r.name).join(", ") + ` +
 				`"] asks for devices through Dynamic Resource Allocation, outside the team's GPU quota and pool fence ` +
-				`(limit: GPUs through ` + syncer.ResourceGPU + `, ` + syncer.ResourceMIGPrefix + `<profile> or the gpu-fraction / gpu-memory annotations); remove the claims"`,
+				`(limit: GPUs through ` + contract.ResourceGPU + `, ` + contract.ResourceMIGPrefix + `<profile> or the gpu-fraction / gpu-memory annotations); remove the claims"`,
 		},
 		{
 			reason:  ReasonFractionsDisabled,
 			expr:    `!variables.create || !variables.fractionsJudged || variables.fractions || !variables.share`,
 			message: "the pod asks for a GPU share but the team has GPU sharing disabled (limit: fractions in " + ParamsName + ")",
 			messageCEL: lit(prefix(ReasonFractionsDisabled)+"metadata.annotations asks for a GPU share (gpu-fraction / gpu-memory) but team ") + ` + variables.team + ` +
-				`" has GPU sharing disabled (limit: ` + KeyFractions + `=false: whole GPUs or MIG); request ` + syncer.ResourceGPU +
+				`" has GPU sharing disabled (limit: ` + KeyFractions + `=false: whole GPUs or MIG); request ` + contract.ResourceGPU +
 				` or a MIG profile, or ask the platform team to enable fractions"`,
 		},
 		{

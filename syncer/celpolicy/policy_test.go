@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
@@ -61,8 +63,8 @@ func TestClusterObjects(t *testing.T) {
 	}
 	for _, b := range []*admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration{binding, guardBinding} {
 		sel := b.Spec.MatchResources.NamespaceSelector.MatchExpressions
-		if len(sel) != 1 || *sel[0].Key != syncer.LabelTeam || *sel[0].Operator != metav1.LabelSelectorOpExists {
-			t.Errorf("binding %s selects namespaces %+v, want %s Exists", *b.Name, sel, syncer.LabelTeam)
+		if len(sel) != 1 || *sel[0].Key != contract.LabelTeam || *sel[0].Operator != metav1.LabelSelectorOpExists {
+			t.Errorf("binding %s selects namespaces %+v, want %s Exists", *b.Name, sel, contract.LabelTeam)
 		}
 	}
 	if *guardBinding.Spec.PolicyName != *guard.Name || guard.Spec.ParamKind != nil {
@@ -153,7 +155,7 @@ func TestTeamParams(t *testing.T) {
 // the Pod and ConfigMap schemas and reports problems in the policy's status.
 // A canary policy with a type error proves the check runs.
 func TestPolicyTypeChecks(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	policies := env.cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
 	canary := admissionv1ac.ValidatingAdmissionPolicy("typecheck-canary").WithSpec(admissionv1ac.ValidatingAdmissionPolicySpec().

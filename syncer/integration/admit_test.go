@@ -7,7 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
@@ -15,7 +18,7 @@ import (
 // tolerations, no node selectors, no knowledge of pools.
 
 func TestWholeGPURunsOnA100(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	before := counter(env.metrics.Requests.WithLabelValues("fraud", "mutate", "create", "patched"))
 
@@ -23,10 +26,10 @@ func TestWholeGPURunsOnA100(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pod.Spec.NodeSelector[syncer.LabelPool] != "a100" || pod.Labels[syncer.LabelTeam] != "fraud" || pod.Annotations[syncer.AnnotationRole] != syncer.RoleWorkload {
+	if pod.Spec.NodeSelector[contract.LabelPool] != "a100" || pod.Labels[contract.LabelTeam] != "fraud" || pod.Annotations[contract.AnnotationRole] != contract.RoleWorkload {
 		t.Errorf("host pod not pinned and labelled: nodeSelector=%v labels=%v annotations=%v", pod.Spec.NodeSelector, pod.Labels, pod.Annotations)
 	}
-	got := waitForPod(ctx, t, pod.Namespace, pod.Name, running)
+	got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running)
 	if got.Spec.NodeName != "a100-0" {
 		t.Errorf("ran on %s, want a100-0 (the a100 node with whole GPUs)", got.Spec.NodeName)
 	}
@@ -41,13 +44,13 @@ func TestWholeGPURunsOnA100(t *testing.T) {
 }
 
 func TestMIGRunsOnMIGNode(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	pod, err := create(ctx, t, "fraud", testobj.Pod("notebook", "default").MIG("1g.10gb", "1").Obj())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := waitForPod(ctx, t, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
+	if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
 		t.Errorf("ran on %s, want a100-mig-0", got.Spec.NodeName)
 	}
 }
@@ -56,7 +59,7 @@ func TestMIGRunsOnMIGNode(t *testing.T) {
 // 1g.12gb needs 12 GB, so the smallest allowed profile that has it is 2g.20gb
 // (1g.10gb would give less memory than asked).
 func TestForeignMIGProfileIsMapped(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	pod, err := create(ctx, t, "fraud", testobj.Pod("nvl-notebook", "default").MIG("1g.12gb", "1").Obj())
 	if err != nil {
@@ -66,7 +69,7 @@ func TestForeignMIGProfileIsMapped(t *testing.T) {
 	if q, ok := limits["nvidia.com/mig-2g.20gb"]; !ok || q.Value() != 1 || len(limits) != 1 {
 		t.Errorf("limits %v, want only nvidia.com/mig-2g.20gb: 1", limits)
 	}
-	if got := waitForPod(ctx, t, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
+	if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
 		t.Errorf("ran on %s, want a100-mig-0", got.Spec.NodeName)
 	}
 	waitForEvent(ctx, t, pod.Namespace, string(pod.UID), syncer.ReasonMIGProfileMapped)
@@ -74,7 +77,7 @@ func TestForeignMIGProfileIsMapped(t *testing.T) {
 
 // Team ml's policy turns whole-GPU requests into MIG 1g.10gb instances.
 func TestWholeGPUMappedToMIG(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	pod, err := create(ctx, t, "ml", testobj.Pod("small", "default").GPUs("1").Obj())
 	if err != nil {
@@ -82,16 +85,16 @@ func TestWholeGPUMappedToMIG(t *testing.T) {
 	}
 	limits := pod.Spec.Containers[0].Resources.Limits
 	mig := limits["nvidia.com/mig-1g.10gb"]
-	if _, whole := limits[syncer.ResourceGPU]; whole || mig.Value() != 1 {
+	if _, whole := limits[contract.ResourceGPU]; whole || mig.Value() != 1 {
 		t.Errorf("limits %v, want nvidia.com/mig-1g.10gb: 1 and no nvidia.com/gpu", limits)
 	}
-	if got := waitForPod(ctx, t, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
+	if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-mig-0" {
 		t.Errorf("ran on %s, want a100-mig-0", got.Spec.NodeName)
 	}
 }
 
 func TestFractionPodIsGated(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	pod, err := create(ctx, t, "fraud", testobj.Pod("half", "default").GPUFraction("0.5").Container("sidecar").Obj())
 	if err != nil {
@@ -106,16 +109,16 @@ func TestFractionPodIsGated(t *testing.T) {
 			t.Errorf("container %s envFrom %+v, want ConfigMap %s", c.Name, c.EnvFrom, cm)
 		}
 	}
-	want := map[string]string{syncer.AnnotationGPUFraction: "0.5", syncer.AnnotationShareConfigMap: cm}
+	want := map[string]string{contract.AnnotationGPUFraction: "0.5", contract.AnnotationShareConfigMap: cm}
 	for k, v := range want {
 		if pod.Annotations[k] != v {
 			t.Errorf("annotation %s=%q, want %q", k, pod.Annotations[k], v)
 		}
 	}
-	if pod.Labels[syncer.LabelGPUShare] != "true" {
-		t.Errorf("label %s=%q", syncer.LabelGPUShare, pod.Labels[syncer.LabelGPUShare])
+	if pod.Labels[contract.LabelGPUShare] != "true" {
+		t.Errorf("label %s=%q", contract.LabelGPUShare, pod.Labels[contract.LabelGPUShare])
 	}
-	got := waitForPod(ctx, t, pod.Namespace, pod.Name, schedulingGated)
+	got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, schedulingGated)
 	if got.Spec.NodeName != "" {
 		t.Errorf("gated pod was bound to %s", got.Spec.NodeName)
 	}
@@ -126,13 +129,13 @@ func TestFractionPodIsGated(t *testing.T) {
 // identity: create the ConfigMap, pin the gated pod to a node of the pool, remove
 // the gate. The webhook lets exactly this through and the pod runs there.
 func TestShareControllerContract(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	pod, err := create(ctx, t, "fraud", testobj.Pod("shared", "default").GPUFraction("0.25").Obj())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, cm := pod.Namespace, pod.Annotations[syncer.AnnotationShareConfigMap]
+	ns, cm := pod.Namespace, pod.Annotations[contract.AnnotationShareConfigMap]
 	_, err = env.share.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: cm},
 		Data:       map[string]string{"NVIDIA_VISIBLE_DEVICES": "GPU-00000000-0000-0000-0000-000000000000", "GPU_PORTION": "0.25"},
@@ -154,14 +157,14 @@ func TestShareControllerContract(t *testing.T) {
 	if _, err = env.share.CoreV1().Pods(ns).Update(ctx, pinned, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("removing the gate as the share controller: %v", err)
 	}
-	if got := waitForPod(ctx, t, ns, pod.Name, running); got.Spec.NodeName != "a100-0" {
+	if got := poll.Pod(ctx, t, env.cp.Client, ns, pod.Name, running); got.Spec.NodeName != "a100-0" {
 		t.Errorf("ran on %s, want a100-0", got.Spec.NodeName)
 	}
 }
 
 // Pods outside team namespaces are not the webhook's business.
 func TestNonTeamNamespaceUntouched(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	in := testobj.Pod("elsewhere", "plain").InPool("h100").GPUs("1").Obj()
 	pod, err := env.cp.Client.CoreV1().Pods("plain").Create(ctx, in, metav1.CreateOptions{})
@@ -175,7 +178,7 @@ func TestNonTeamNamespaceUntouched(t *testing.T) {
 	for k := range pod.Annotations {
 		t.Errorf("annotation %s added", k)
 	}
-	if got := waitForPod(ctx, t, "plain", pod.Name, running); got.Spec.NodeName != "h100-0" {
+	if got := poll.Pod(ctx, t, env.cp.Client, "plain", pod.Name, running); got.Spec.NodeName != "h100-0" {
 		t.Errorf("ran on %s, want h100-0", got.Spec.NodeName)
 	}
 }
@@ -184,7 +187,7 @@ func TestNonTeamNamespaceUntouched(t *testing.T) {
 // webhook cannot name their share ConfigMap: such pods are refused with a reason
 // (vCluster always sends a name).
 func TestFractionNeedsAName(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	p := testobj.Pod("", "team-fraud").GPUFraction("0.5").Obj()
 	p.GenerateName = "gen-"

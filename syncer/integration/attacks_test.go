@@ -12,7 +12,10 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
@@ -47,13 +50,13 @@ func manifest(name string) *testobj.PodWrapper { return testobj.Pod(name, "defau
 func onlyPoolToleration(t *testing.T, p *corev1.Pod) {
 	t.Helper()
 	for _, tol := range p.Spec.Tolerations {
-		if tol.Key == "" && tol.Operator == corev1.TolerationOpExists || tol.Key == syncer.LabelPool && tol.Value != "a100" ||
-			tol.Key == syncer.LabelPool && tol.Operator == corev1.TolerationOpExists {
+		if tol.Key == "" && tol.Operator == corev1.TolerationOpExists || tol.Key == contract.LabelPool && tol.Value != "a100" ||
+			tol.Key == contract.LabelPool && tol.Operator == corev1.TolerationOpExists {
 			t.Errorf("toleration %+v survived", tol)
 		}
 	}
-	if p.Spec.NodeSelector[syncer.LabelPool] != "a100" {
-		t.Errorf("nodeSelector %v, want %s=a100", p.Spec.NodeSelector, syncer.LabelPool)
+	if p.Spec.NodeSelector[contract.LabelPool] != "a100" {
+		t.Errorf("nodeSelector %v, want %s=a100", p.Spec.NodeSelector, contract.LabelPool)
 	}
 }
 
@@ -97,7 +100,7 @@ func writeLatest(edit func(p *corev1.Pod), write func(podSource, context.Context
 }
 
 func attacks() map[string]attack {
-	h100 := corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule}
+	h100 := corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule}
 	m := map[string]attack{
 		// Placement: reach another pool's GPUs.
 		"foreign pool toleration and selector": {layer: mutatingWebhook, manifest: manifest("a1").GPUs("1").InPool("h100"),
@@ -105,19 +108,19 @@ func attacks() map[string]attack {
 		"wildcard toleration (operator Exists)": {layer: mutatingWebhook, manifest: manifest("a2").TolerateEverything(),
 			check: all(onlyPoolToleration, recorded(syncer.ReasonTolerationRemoved)), runs: true},
 		"pool key toleration with Exists": {layer: mutatingWebhook,
-			manifest: manifest("a3").Toleration(corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpExists}),
+			manifest: manifest("a3").Toleration(corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpExists}),
 			check:    all(onlyPoolToleration, recorded(syncer.ReasonTolerationRemoved))},
-		"nodeSelector to another pool": {layer: mutatingWebhook, manifest: manifest("a4").GPUs("1").NodeSelector(syncer.LabelPool, "h100"),
+		"nodeSelector to another pool": {layer: mutatingWebhook, manifest: manifest("a4").GPUs("1").NodeSelector(contract.LabelPool, "h100"),
 			check: all(onlyPoolToleration, recorded(syncer.ReasonPoolSelectorReplaced)), runs: true},
 		"nodeName h100-0": {layer: mutatingWebhook, manifest: manifest("a5").GPUs("1").NodeName("h100-0"),
 			refused: refused(syncer.ReasonNodeNameOutsidePool, "spec.nodeName=h100-0", "in pool h100", "remove spec.nodeName")},
-		"node affinity to the h100 pool": {layer: mutatingWebhook, manifest: manifest("a6").GPUs("1").RequireNodeLabel(syncer.LabelPool, corev1.NodeSelectorOpIn, "h100"),
+		"node affinity to the h100 pool": {layer: mutatingWebhook, manifest: manifest("a6").GPUs("1").RequireNodeLabel(contract.LabelPool, corev1.NodeSelectorOpIn, "h100"),
 			refused: refused(syncer.ReasonAffinityOutsidePool, "gpuvc.dev/pool In [h100]", "pool a100")},
 		"node affinity to node h100-0": {layer: mutatingWebhook, manifest: manifest("a7").GPUs("1").RequireNodeNames("h100-0"),
 			refused: refused(syncer.ReasonAffinityOutsidePool, "metadata.name In [h100-0]")},
 		"foreign scheduler": {layer: mutatingWebhook, manifest: manifest("a8").SchedulerName("my-own-scheduler"),
 			check: func(t *testing.T, p *corev1.Pod) {
-				if p.Spec.SchedulerName != syncer.DefaultSchedulerName {
+				if p.Spec.SchedulerName != contract.DefaultSchedulerName {
 					t.Errorf("schedulerName %s", p.Spec.SchedulerName)
 				}
 			}},
@@ -149,10 +152,29 @@ func attacks() map[string]attack {
 			}, podSource.UpdateEphemeralContainers),
 			refused: refused(syncer.ReasonPrivileged, "spec.ephemeralContainers[0].securityContext.privileged=true")},
 
+		// Pod Security baseline, in a namespace labelled podSecurity: privileged.
+		"podSecurity privileged team: capabilities.add SYS_ADMIN": {layer: mutatingWebhook, manifest: manifest("g1").AddCapabilities("SYS_ADMIN"),
+			refused: refused(syncer.ReasonCapabilityNotAllowed, "spec.containers[0].securityContext.capabilities.add[0]=SYS_ADMIN", "Pod Security baseline set")},
+		"seccomp Unconfined": {layer: mutatingWebhook, manifest: manifest("g2").PodSecurity(func(sc *corev1.PodSecurityContext) {
+			sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+		}), refused: refused(syncer.ReasonSeccompUnconfined, "spec.securityContext.seccompProfile.type=Unconfined")},
+		"hostPort": {layer: mutatingWebhook, manifest: manifest("g3").HostPort(80, 80),
+			refused: refused(syncer.ReasonHostPort, "spec.containers[0].ports[0].hostPort=80")},
+		"unsafe sysctl": {layer: mutatingWebhook, manifest: manifest("g4").Sysctl("kernel.msgmax", "65536"),
+			refused: refused(syncer.ReasonSysctlNotAllowed, "spec.securityContext.sysctls[0].name=kernel.msgmax")},
+		"debug container adding SYS_ADMIN": {layer: validatingWebhook, manifest: manifest("g5"),
+			then: writeLatest(func(p *corev1.Pod) {
+				p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+					Name: "debug", Image: "registry.invalid/debug",
+					SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}},
+				}})
+			}, podSource.UpdateEphemeralContainers),
+			refused: refused(syncer.ReasonCapabilityNotAllowed, "spec.ephemeralContainers[0].securityContext.capabilities.add[0]=SYS_ADMIN")},
+
 		// Devices.
 		"huge GPU count": {layer: mutatingWebhook, manifest: manifest("c1").GPUs("64"),
 			refused: refused(syncer.ReasonGPUCountAboveLimit, "requests 64 GPU device(s)", "at most 4", "MaxGPUsPerPod=4")},
-		"half a GPU as a resource": {layer: mutatingWebhook, manifest: manifest("c2").Limit(syncer.ResourceGPU, "500m"),
+		"half a GPU as a resource": {layer: mutatingWebhook, manifest: manifest("c2").Limit(contract.ResourceGPU, "500m"),
 			refused: refused(syncer.ReasonNonIntegerGPU, "nvidia.com/gpu]=500m", "gpu-fraction")},
 		"time-sliced resource": {layer: mutatingWebhook, manifest: manifest("c3").Limit("nvidia.com/gpu.shared", "1"),
 			refused: refused(syncer.ReasonUnsupportedGPUResource, "nvidia.com/gpu.shared")},
@@ -169,34 +191,34 @@ func attacks() map[string]attack {
 
 		// Forgery.
 		"forged share labels": {layer: mutatingWebhook,
-			manifest: manifest("d1").Label(syncer.LabelGPUShare, "true").Annotation(syncer.AnnotationShareConfigMap, "gpuvc-share-victim").
-				Annotation(syncer.AnnotationGPUFraction, "0.5"),
+			manifest: manifest("d1").Label(contract.LabelGPUShare, "true").Annotation(contract.AnnotationShareConfigMap, "gpuvc-share-victim").
+				Annotation(contract.AnnotationGPUFraction, "0.5"),
 			check: all(recorded(syncer.ReasonReservedMetadataRemoved), func(t *testing.T, p *corev1.Pod) {
-				if p.Labels[syncer.LabelGPUShare] != "" || p.Annotations[syncer.AnnotationShareConfigMap] != "" || hasGate(p) {
+				if p.Labels[contract.LabelGPUShare] != "" || p.Annotations[contract.AnnotationShareConfigMap] != "" || hasGate(p) {
 					t.Errorf("forged share kept: labels %v annotations %v gates %v", p.Labels, p.Annotations, p.Spec.SchedulingGates)
 				}
 			})},
 		"forged reservation holding another GPU's UUID": {layer: mutatingWebhook,
-			manifest: manifest("d3").GPUs("1").Label(syncer.LabelRole, syncer.RoleReservation).Label(syncer.LabelShareGroup, "victim-res").
-				Annotation(syncer.AnnotationGPUUUID, "GPU-victim").Annotation(syncer.AnnotationShareUnits, "10000"),
+			manifest: manifest("d3").GPUs("1").Label(contract.LabelRole, contract.RoleReservation).Label(contract.LabelShareGroup, "victim-res").
+				Annotation(contract.AnnotationGPUUUID, "GPU-victim").Annotation(contract.AnnotationShareUnits, "10000"),
 			check: all(recorded(syncer.ReasonReservedMetadataRemoved), func(t *testing.T, p *corev1.Pod) {
-				for _, k := range []string{syncer.LabelRole, syncer.LabelShareGroup} {
+				for _, k := range []string{contract.LabelRole, contract.LabelShareGroup} {
 					if v, ok := p.Labels[k]; ok {
 						t.Errorf("forged label %s=%s kept", k, v)
 					}
 				}
-				for _, k := range []string{syncer.AnnotationGPUUUID, syncer.AnnotationShareUnits} {
+				for _, k := range []string{contract.AnnotationGPUUUID, contract.AnnotationShareUnits} {
 					if v, ok := p.Annotations[k]; ok {
 						t.Errorf("forged annotation %s=%s kept", k, v)
 					}
 				}
 			})},
 		"fake control-plane pod": {layer: mutatingWebhook,
-			manifest: manifest("d2").Label("app", "vcluster").Label("release", "fraud").Annotation(syncer.AnnotationRole, syncer.RoleControlPlane).
+			manifest: manifest("d2").Label("app", "vcluster").Label("release", "fraud").Annotation(contract.AnnotationRole, contract.RoleControlPlane).
 				OwnedBy("apps/v1", "StatefulSet", "fraud", "4a4a4a4a-0000-0000-0000-000000000000"),
 			check: func(t *testing.T, p *corev1.Pod) {
-				if p.Annotations[syncer.AnnotationRole] != syncer.RoleWorkload || p.Spec.NodeSelector[syncer.LabelPool] != "a100" {
-					t.Errorf("admitted as %s in pool %s, want a workload in a100", p.Annotations[syncer.AnnotationRole], p.Spec.NodeSelector[syncer.LabelPool])
+				if p.Annotations[contract.AnnotationRole] != contract.RoleWorkload || p.Spec.NodeSelector[contract.LabelPool] != "a100" {
+					t.Errorf("admitted as %s in pool %s, want a workload in a100", p.Annotations[contract.AnnotationRole], p.Spec.NodeSelector[contract.LabelPool])
 				}
 			}},
 
@@ -212,10 +234,10 @@ func attacks() map[string]attack {
 			then:  update(func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, h100) }),
 			check: onlyPoolToleration},
 		"update forging the share annotations": {layer: mutatingWebhook, manifest: manifest("e3").GPUFraction("0.25"),
-			then: update(func(p *corev1.Pod) { p.Annotations[syncer.AnnotationGPUFraction] = "0.99" }),
+			then: update(func(p *corev1.Pod) { p.Annotations[contract.AnnotationGPUFraction] = "0.99" }),
 			check: func(t *testing.T, p *corev1.Pod) {
-				if got := p.Annotations[syncer.AnnotationGPUFraction]; got != "0.25" {
-					t.Errorf("%s=%s, want 0.25", syncer.AnnotationGPUFraction, got)
+				if got := p.Annotations[contract.AnnotationGPUFraction]; got != "0.25" {
+					t.Errorf("%s=%s, want 0.25", contract.AnnotationGPUFraction, got)
 				}
 			}},
 
@@ -232,7 +254,7 @@ func attacks() map[string]attack {
 
 // TestAttacks runs every tenant attack through the real API server.
 func TestAttacks(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	registerEvilWebhook(t)
 	for name, a := range attacks() {
 		t.Run(name, func(t *testing.T) {
@@ -258,7 +280,7 @@ func TestAttacks(t *testing.T) {
 			}
 			a.check(t, stored)
 			if a.runs {
-				if got := waitForPod(ctx, t, pod.Namespace, pod.Name, running); !strings.HasPrefix(got.Spec.NodeName, "a100") {
+				if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); !strings.HasPrefix(got.Spec.NodeName, "a100") {
 					t.Errorf("ran on %s, outside pool a100", got.Spec.NodeName)
 				}
 			}

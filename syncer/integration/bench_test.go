@@ -3,7 +3,7 @@ package integration
 import (
 	"testing"
 
-	"github.com/gpuvc/gpuvc/syncer/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
 )
 
 // BenchmarkAdmission measures pod creation through the real API server in a team

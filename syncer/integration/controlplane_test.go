@@ -9,7 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
@@ -17,24 +20,24 @@ import (
 // created by the real StatefulSet controller, so the webhook admits it as the
 // control plane and pins it to the system pool.
 func TestControlPlanePodStaysInSystemPool(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	sts := testobj.StatefulSet("fraud", "team-fraud", testobj.Pod("", "").Label("app", "vcluster").Obj())
 	createStatefulSet(ctx, t, sts)
 
-	pod := waitForPod(ctx, t, "team-fraud", "fraud-0", running)
+	pod := poll.Pod(ctx, t, env.cp.Client, "team-fraud", "fraud-0", running)
 	if pod.Spec.NodeName != "system-0" {
 		t.Errorf("control plane ran on %s, want system-0", pod.Spec.NodeName)
 	}
-	if pod.Annotations[syncer.AnnotationRole] != syncer.RoleControlPlane || pod.Spec.NodeSelector[syncer.LabelPool] != "system" {
-		t.Errorf("role %q nodeSelector %v", pod.Annotations[syncer.AnnotationRole], pod.Spec.NodeSelector)
+	if pod.Annotations[contract.AnnotationRole] != contract.RoleControlPlane || pod.Spec.NodeSelector[contract.LabelPool] != "system" {
+		t.Errorf("role %q nodeSelector %v", pod.Annotations[contract.AnnotationRole], pod.Spec.NodeSelector)
 	}
 }
 
 // A control plane asking for a GPU is refused; the StatefulSet controller
 // reports the webhook's reason on the StatefulSet.
 func TestControlPlaneGetsNoGPU(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	sts := testobj.StatefulSet("ml", "team-ml", testobj.Pod("", "").GPUs("1").Obj())
 	createStatefulSet(ctx, t, sts)

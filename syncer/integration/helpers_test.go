@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -19,16 +18,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
-
-// requireHost skips integration tests under -short.
-func requireHost(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs the local control plane (run without -short)")
-	}
-}
 
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -52,31 +45,6 @@ func create(ctx context.Context, t *testing.T, team string, virtual *corev1.Pod)
 
 func deletePod(ns, name string) {
 	_ = env.cp.Client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-}
-
-// waitForPod polls a pod until cond holds and returns it.
-func waitForPod(ctx context.Context, t *testing.T, ns, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
-	t.Helper()
-	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := env.cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil // a controller has yet to create it
-		}
-		if err != nil {
-			return false, err
-		}
-		pod = p
-		return cond(p), nil
-	})
-	if err != nil {
-		status := "pod never seen"
-		if pod != nil {
-			status = fmt.Sprintf("%+v", pod.Status)
-		}
-		t.Fatalf("pod %s/%s never reached the expected state: %v; last status: %s", ns, name, err, status)
-	}
-	return pod
 }
 
 func running(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
@@ -138,7 +106,7 @@ func refusedBy(t *testing.T, err error, webhook string, words ...string) {
 func decisionReasons(t *testing.T, p *corev1.Pod) []string {
 	t.Helper()
 	var notes []syncer.Note
-	if s, ok := p.Annotations[syncer.AnnotationDecisions]; ok {
+	if s, ok := p.Annotations[contract.AnnotationDecisions]; ok {
 		if err := json.Unmarshal([]byte(s), &notes); err != nil {
 			t.Fatalf("decisions annotation %q: %v", s, err)
 		}
@@ -165,7 +133,7 @@ func hasGPUResources(p *corev1.Pod) bool {
 
 func hasGate(p *corev1.Pod) bool {
 	for _, g := range p.Spec.SchedulingGates {
-		if g.Name == syncer.GateGPUShare {
+		if g.Name == contract.GateGPUShare {
 			return true
 		}
 	}
@@ -182,7 +150,7 @@ func (evilHandler) Handle(_ context.Context, req admission.Request) admission.Re
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
 		return admission.Errored(400, err)
 	}
-	evil := corev1.Toleration{Key: syncer.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule}
+	evil := corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpEqual, Value: "h100", Effect: corev1.TaintEffectNoSchedule}
 	if slices.Contains(pod.Spec.Tolerations, evil) {
 		return admission.Allowed("")
 	}
@@ -194,13 +162,8 @@ func (evilHandler) Handle(_ context.Context, req admission.Request) admission.Re
 	return admission.PatchResponseFromRaw(req.Object.Raw, b)
 }
 
-// waitUntil polls cond with a deadline.
+// waitUntil polls cond for up to 30 seconds.
 func waitUntil(ctx context.Context, t *testing.T, what string, cond func(context.Context) bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return cond(ctx), nil
-	})
-	if err != nil {
-		t.Fatalf("waiting until %s: %v", what, err)
-	}
+	poll.Until(ctx, t, 30*time.Second, what, func(ctx context.Context) (bool, error) { return cond(ctx), nil })
 }

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -26,12 +25,14 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/manager/servingcert"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
-	"github.com/gpuvc/gpuvc/syncer/servingcert"
+	"github.com/gpuvc/gpuvc/syncer/syncertest"
 )
 
 // Identities requests come from. Tenant pods arrive as vCluster's host service
@@ -70,39 +71,12 @@ var teams = map[string]syncer.TeamPolicy{
 }
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
 	// The webhook server logs through controller-runtime; tests read events.
 	ctrllog.SetLogger(logr.Discard())
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	cp, err := localcp.Start(ctx, localcluster.Options{Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
-		return 1
-	}
-	env.cp = cp
-	stopWebhook, err := setUp(ctx, cp)
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "setting up the webhook:", err)
-	} else {
-		code = m.Run()
-	}
-	if stopWebhook != nil {
-		stopWebhook()
-	}
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
-		code = 1
-	}
-	return code
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, func(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
+		env.cp = cp
+		return setUp(ctx, cp)
+	}))
 }
 
 // setUp starts the webhook server on a loopback port, registers it with the API
@@ -128,7 +102,7 @@ func setUp(ctx context.Context, cp *localcluster.ControlPlane) (stop func(), err
 		return stop, err
 	}
 	wh, err := syncer.New(syncer.Options{
-		Policies:     &syncer.NamespacePolicies{Reader: reader, Teams: teams},
+		Policies:     &syncertest.NamespacePolicies{Reader: reader, Teams: teams},
 		Nodes:        syncer.ClientNodePools{Reader: reader},
 		MIG:          migmap.Catalog{},
 		Recorder:     recorder,
@@ -147,10 +121,11 @@ func setUp(ctx context.Context, cp *localcluster.ControlPlane) (stop func(), err
 	if err := bundle.WriteFiles(certDir); err != nil {
 		return stop, err
 	}
-	port, err := freePort()
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return stop, err
 	}
+	port := ports[0]
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir})
 	wh.Register(srv)
 	srv.Register(evilPath, &webhook.Admission{Handler: evilHandler{}})
@@ -192,15 +167,6 @@ func setUp(ctx context.Context, cp *localcluster.ControlPlane) (stop func(), err
 	return stop, waitForWebhook(ctx, cp)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // vclusterUser is the host identity of a team's vCluster syncer.
 func vclusterUser(team string) string {
 	return "system:serviceaccount:team-" + team + ":vc-" + team
@@ -222,9 +188,11 @@ func createNamespaces(ctx context.Context, cp *localcluster.ControlPlane) error 
 	}
 	for team := range teams {
 		ns := "team-" + team
-		if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(ns, map[string]string{
-			syncer.LabelTeam: team, syncer.LabelPool: "a100",
-		}), metav1.CreateOptions{}); err != nil {
+		// Labelled as the manager labels a team with podSecurity: privileged:
+		// Pod Security Admission lets everything through, the webhook must not.
+		labels := testobj.PodSecurityLabels("privileged")
+		labels[contract.LabelTeam], labels[contract.LabelPool] = team, "a100"
+		if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(ns, labels), metav1.CreateOptions{}); err != nil {
 			return err
 		}
 		if _, err := c.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
@@ -275,7 +243,7 @@ func waitForWebhook(ctx context.Context, cp *localcluster.ControlPlane) error {
 			last = err
 			return false, nil
 		}
-		return got.Labels[syncer.LabelTeam] == "fraud" && counter(mutated) > 0 && counter(validated) > 0, nil
+		return got.Labels[contract.LabelTeam] == "fraud" && counter(mutated) > 0 && counter(validated) > 0, nil
 	})
 	if err != nil {
 		return errors.Join(fmt.Errorf("the API server never called the webhook: %w", err), last)

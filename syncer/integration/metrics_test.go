@@ -5,13 +5,14 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 )
 
 // The webhook's metrics are on controller-runtime's registry (what the manager
 // serves on /metrics), labelled per team.
 func TestMetricsOnControllerRuntimeRegistry(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	if _, err := create(ctx, t, "fraud", testobj.Pod("counted", "default").GPUs("99").Obj()); err == nil {
 		t.Fatal("99 GPUs admitted")

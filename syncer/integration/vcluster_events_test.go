@@ -4,7 +4,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
@@ -14,7 +16,7 @@ import (
 // Such no-op rounds must not add events on the host pod (vCluster copies them to
 // the tenant's pod); a round that changes the pod, or a refusal, is explained.
 func TestVClusterUpdateEventsOnlyOnChange(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	src := newVClusterSource(t, "fraud", gpuvcValues)
 	manifest := testobj.Pod("vc-quiet", "default").GPUFraction("0.5").InPool("h100").TolerateEverything().Obj()
@@ -45,7 +47,7 @@ func TestVClusterUpdateEventsOnlyOnChange(t *testing.T) {
 	// own: vCluster's update changes the pod, the webhook restores the label
 	// and says so.
 	edited := st.virtual.DeepCopy()
-	delete(edited.Labels, syncer.LabelTeam)
+	delete(edited.Labels, contract.LabelTeam)
 	edited.Labels["app"] = "v2"
 	st.virtualOld, st.virtual = st.virtual, edited
 	_, st = syncUntilQuiet(ctx, t, src, st, pod.Name, 5)

@@ -17,9 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/syncer"
-	"github.com/gpuvc/gpuvc/syncer/bench"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
@@ -30,7 +32,7 @@ import (
 // reservation, a fourth gets a second, a gpu-memory pod fills the room left on
 // it; the reservations go once the pods are gone.
 func TestVClusterFractionsShareReservations(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	startShareController(ctx, t)
 	src := newVClusterSource(t, "fraud", gpuvcValues)
@@ -49,7 +51,7 @@ func TestVClusterFractionsShareReservations(t *testing.T) {
 	}
 	served := func(host *corev1.Pod) *corev1.Pod {
 		t.Helper()
-		return waitForPod(ctx, t, host.Namespace, host.Name, func(p *corev1.Pod) bool { return !hasGate(p) && running(p) })
+		return poll.Pod(ctx, t, env.cp.Client, host.Namespace, host.Name, func(p *corev1.Pod) bool { return !hasGate(p) && running(p) })
 	}
 	var hosts []*corev1.Pod
 	for i := range 3 {
@@ -58,20 +60,20 @@ func TestVClusterFractionsShareReservations(t *testing.T) {
 	var groups []string
 	for i, h := range hosts {
 		hosts[i] = served(h)
-		groups = append(groups, hosts[i].Labels[syncer.LabelShareGroup])
+		groups = append(groups, hosts[i].Labels[contract.LabelShareGroup])
 	}
 	if groups[0] == "" || groups[1] != groups[0] || groups[2] != groups[0] {
 		t.Fatalf("three 0.3 pods on reservations %v, want one shared", groups)
 	}
 	fourth := served(create(testobj.Pod("vc-third-3", "default").GPUFraction("0.3").Obj()))
-	second := fourth.Labels[syncer.LabelShareGroup]
+	second := fourth.Labels[contract.LabelShareGroup]
 	if second == "" || second == groups[0] {
 		t.Fatalf("the fourth 0.3 pod is on reservation %q, want a second one besides %s", second, groups[0])
 	}
 	// 20000 MiB of an 81920 MiB A100 is 0.25: no room beside the three, room
 	// beside the fourth.
 	memory := served(create(testobj.Pod("vc-memory", "default").GPUMemory("20000").Obj()))
-	if got := memory.Labels[syncer.LabelShareGroup]; got != second {
+	if got := memory.Labels[contract.LabelShareGroup]; got != second {
 		t.Errorf("the gpu-memory pod is on reservation %q, want %s", got, second)
 	}
 	if res := team.Reservations(ctx, t); len(res) != 2 {

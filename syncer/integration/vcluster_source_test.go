@@ -15,9 +15,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/kind/nodepool"
-	"github.com/gpuvc/gpuvc/syncer/vcsync"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/vcsync"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
 
@@ -221,7 +221,7 @@ func setUpVClusters(ctx context.Context) error {
 		return err
 	}
 	vcEnv.hostVersion = info.GitVersion
-	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodepool.PoolLabel + "=a100"})
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: contract.LabelPool + "=a100"})
 	if err != nil {
 		return err
 	}

@@ -9,9 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/syncer"
-	"github.com/gpuvc/gpuvc/syncer/vcsync"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/vcsync"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Tenant pods through vCluster's own translation (vcsync): what a team writes in
@@ -27,7 +29,7 @@ func vclusterMetadataKept(t *testing.T, sent, stored *corev1.Pod) {
 		sent, stored map[string]string
 	}{{"label", sent.Labels, stored.Labels}, {"annotation", sent.Annotations, stored.Annotations}} {
 		for k, v := range m.sent {
-			if strings.HasPrefix(k, syncer.ReservedPrefix) {
+			if strings.HasPrefix(k, contract.ReservedPrefix) {
 				continue
 			}
 			if got, ok := m.stored[k]; !ok || got != v {
@@ -38,14 +40,14 @@ func vclusterMetadataKept(t *testing.T, sent, stored *corev1.Pod) {
 }
 
 func TestVClusterPodsRunInPool(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	cases := []struct {
 		team     string
 		manifest *testobj.PodWrapper
 		node     string // node it must run on; "" = gated, not scheduled
 		limits   map[string]int64
 	}{
-		{team: "fraud", manifest: testobj.Pod("vc-trainer", "default").GPUs("1"), node: "a100-0", limits: map[string]int64{syncer.ResourceGPU: 1}},
+		{team: "fraud", manifest: testobj.Pod("vc-trainer", "default").GPUs("1"), node: "a100-0", limits: map[string]int64{contract.ResourceGPU: 1}},
 		{team: "fraud", manifest: testobj.Pod("vc-notebook", "default").MIG("1g.10gb", "1"), node: "a100-mig-0", limits: map[string]int64{"nvidia.com/mig-1g.10gb": 1}},
 		// An H100 NVL profile: mapped to the smallest allowed profile with the memory.
 		{team: "fraud", manifest: testobj.Pod("vc-nvl", "default").MIG("1g.12gb", "1"), node: "a100-mig-0", limits: map[string]int64{"nvidia.com/mig-2g.20gb": 1}},
@@ -67,7 +69,7 @@ func TestVClusterPodsRunInPool(t *testing.T) {
 				t.Errorf("host pod %s (vCluster sent %s), want vCluster's name %s", pod.Name, sent.Name, want)
 			}
 			vclusterMetadataKept(t, sent, pod)
-			if pod.Labels[syncer.LabelTeam] != c.team || pod.Spec.NodeSelector[syncer.LabelPool] != "a100" {
+			if pod.Labels[contract.LabelTeam] != c.team || pod.Spec.NodeSelector[contract.LabelPool] != "a100" {
 				t.Errorf("labels %v nodeSelector %v: want team %s in pool a100", pod.Labels, pod.Spec.NodeSelector, c.team)
 			}
 			got := map[string]int64{}
@@ -80,16 +82,16 @@ func TestVClusterPodsRunInPool(t *testing.T) {
 				t.Errorf("GPU limits %v, want %v", got, c.limits)
 			}
 			if c.node == "" {
-				cm := pod.Annotations[syncer.AnnotationShareConfigMap]
+				cm := pod.Annotations[contract.AnnotationShareConfigMap]
 				if !hasGate(pod) || cm == "" || len(pod.Spec.Containers[0].EnvFrom) == 0 || pod.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name != cm {
 					t.Errorf("share pod: gates %v, ConfigMap %q, envFrom %+v", pod.Spec.SchedulingGates, cm, pod.Spec.Containers[0].EnvFrom)
 				}
-				if p := waitForPod(ctx, t, pod.Namespace, pod.Name, schedulingGated); p.Spec.NodeName != "" {
+				if p := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, schedulingGated); p.Spec.NodeName != "" {
 					t.Errorf("gated pod bound to %s", p.Spec.NodeName)
 				}
 				return
 			}
-			if p := waitForPod(ctx, t, pod.Namespace, pod.Name, running); p.Spec.NodeName != c.node {
+			if p := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); p.Spec.NodeName != c.node {
 				t.Errorf("ran on %s, want %s", p.Spec.NodeName, c.node)
 			}
 		})
@@ -100,7 +102,7 @@ func TestVClusterPodsRunInPool(t *testing.T) {
 // the chart's defaults (nothing fenced by vCluster): the webhook alone must stop
 // every attack, with the same layer and reason as for directly written pods.
 func TestVClusterAttacks(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	registerEvilWebhook(t)
 	for name, a := range attacks() {
 		t.Run(name, func(t *testing.T) {
@@ -131,7 +133,7 @@ func TestVClusterAttacks(t *testing.T) {
 			}
 			a.check(t, stored)
 			if a.runs {
-				if got := waitForPod(ctx, t, pod.Namespace, pod.Name, running); !strings.HasPrefix(got.Spec.NodeName, "a100") {
+				if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); !strings.HasPrefix(got.Spec.NodeName, "a100") {
 					t.Errorf("ran on %s, outside pool a100", got.Spec.NodeName)
 				}
 			}
@@ -143,7 +145,7 @@ func TestVClusterAttacks(t *testing.T) {
 // pool's nodes: a pod naming another node is not synced at all, and a tenant's
 // toleration for another pool still reaches the host, where the webhook removes it.
 func TestVClusterWithGpuvcValues(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	t.Run("nodeName outside the pool", func(t *testing.T) {
 		ctx := testContext(t)
 		src := newVClusterSource(t, "fraud", gpuvcValues)
@@ -161,18 +163,18 @@ func TestVClusterWithGpuvcValues(t *testing.T) {
 			t.Fatal(err)
 		}
 		sent := src.last.Created()
-		if sent.Spec.NodeSelector[syncer.LabelPool] != "a100" {
+		if sent.Spec.NodeSelector[contract.LabelPool] != "a100" {
 			t.Errorf("vCluster sent nodeSelector %v, want its pool selector", sent.Spec.NodeSelector)
 		}
 		foreign := false
 		for _, tol := range sent.Spec.Tolerations {
-			foreign = foreign || tol.Key == syncer.LabelPool && tol.Value == "h100"
+			foreign = foreign || tol.Key == contract.LabelPool && tol.Value == "h100"
 		}
 		if !foreign {
 			t.Errorf("vCluster sent tolerations %v: expected the tenant's h100 toleration to pass through", sent.Spec.Tolerations)
 		}
 		onlyPoolToleration(t, pod)
-		if got := waitForPod(ctx, t, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-0" {
+		if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); got.Spec.NodeName != "a100-0" {
 			t.Errorf("ran on %s, want a100-0", got.Spec.NodeName)
 		}
 	})
@@ -184,7 +186,7 @@ func TestVClusterWithGpuvcValues(t *testing.T) {
 // tenant from choosing its GPU is the share controller, which refuses a share
 // ConfigMap synced by vCluster (syncer/share/bind.go, foreign).
 func TestVClusterShareConfigMapNameCollides(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	src := newVClusterSource(t, "fraud", gpuvcValues)
 	pod, err := createVia(ctx, t, src, testobj.Pod("vc-victim", "default").GPUFraction("0.5").EnvFromConfigMap("gpuvc-share-vc-victim").Obj())
@@ -192,7 +194,7 @@ func TestVClusterShareConfigMapNameCollides(t *testing.T) {
 		t.Fatalf("the webhook refused the pod's reference to its own share name: %v", err)
 	}
 	tenantConfigMap := vcsync.HostName(src.vc, "gpuvc-share-vc-victim", "default")
-	if got := pod.Annotations[syncer.AnnotationShareConfigMap]; got != tenantConfigMap {
+	if got := pod.Annotations[contract.AnnotationShareConfigMap]; got != tenantConfigMap {
 		t.Errorf("share ConfigMap %s, tenant's ConfigMap on the host %s: no collision", got, tenantConfigMap)
 	}
 	if ref := pod.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name; ref != tenantConfigMap {

@@ -4,18 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/vcsync"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
-	"github.com/gpuvc/gpuvc/syncer/vcsync"
 )
 
 // vCluster keeps syncing a pod after creating it: every host or virtual change
@@ -114,7 +118,7 @@ func created(t *testing.T, src *vclusterSource, virtual *corev1.Pod) pairState {
 // touched by vCluster. The exchange settles: the last update vCluster sends is
 // stored unchanged.
 func TestVClusterUpdateKeepsGpuvcChanges(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t)
 	src := newVClusterSource(t, "fraud", gpuvcValues)
 	manifest := testobj.Pod("vc-upd", "default").GPUFraction("0.5").InPool("h100").TolerateEverything().Obj()
@@ -139,7 +143,7 @@ func TestVClusterUpdateKeepsGpuvcChanges(t *testing.T) {
 	if !slices.ContainsFunc(first.sent.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.Key == "" && tol.Operator == corev1.TolerationOpExists }) {
 		t.Errorf("vCluster's update tolerations %v: expected the tenant's wildcard toleration back", first.sent.Spec.Tolerations)
 	}
-	if v := first.res.LastVirtual(); v == nil || v.Labels[syncer.LabelTeam] != "fraud" {
+	if v := first.res.LastVirtual(); v == nil || v.Labels[contract.LabelTeam] != "fraud" {
 		t.Errorf("the virtual pod vCluster wrote back lacks gpuvc's team label: %v", v)
 	}
 
@@ -151,19 +155,19 @@ func TestVClusterUpdateKeepsGpuvcChanges(t *testing.T) {
 		t.Errorf("gate gone after vCluster's updates: %v", stored.Spec.SchedulingGates)
 	}
 	onlyPoolToleration(t, stored)
-	if stored.Spec.NodeSelector[syncer.LabelPool] != "a100" {
+	if stored.Spec.NodeSelector[contract.LabelPool] != "a100" {
 		t.Errorf("nodeSelector %v", stored.Spec.NodeSelector)
 	}
-	cm := pod.Annotations[syncer.AnnotationShareConfigMap]
+	cm := pod.Annotations[contract.AnnotationShareConfigMap]
 	if len(stored.Spec.Containers[0].EnvFrom) != 1 || stored.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name != cm {
 		t.Errorf("envFrom %+v, want the share ConfigMap %s", stored.Spec.Containers[0].EnvFrom, cm)
 	}
-	for _, k := range []string{syncer.AnnotationRole, syncer.AnnotationGPUFraction, syncer.AnnotationShareConfigMap} {
+	for _, k := range []string{contract.AnnotationRole, contract.AnnotationGPUFraction, contract.AnnotationShareConfigMap} {
 		if stored.Annotations[k] != pod.Annotations[k] {
 			t.Errorf("annotation %s=%q, was %q", k, stored.Annotations[k], pod.Annotations[k])
 		}
 	}
-	if stored.Labels[syncer.LabelTeam] != "fraud" || stored.Labels[syncer.LabelGPUShare] != "true" {
+	if stored.Labels[contract.LabelTeam] != "fraud" || stored.Labels[contract.LabelGPUShare] != "true" {
 		t.Errorf("labels %v", stored.Labels)
 	}
 	waitForEvent(ctx, t, pod.Namespace, string(pod.UID), syncer.ReasonShareGateRestored)
@@ -176,22 +180,22 @@ func TestVClusterUpdateKeepsGpuvcChanges(t *testing.T) {
 	if edited.Labels == nil {
 		edited.Labels = map[string]string{}
 	}
-	delete(edited.Labels, syncer.LabelTeam)
+	delete(edited.Labels, contract.LabelTeam)
 	edited.Labels["app"] = "v2"
 	st.virtualOld, st.virtual = st.virtual, edited
 	rounds, _ = syncUntilQuiet(ctx, t, src, st, pod.Name, 5)
-	if sent := rounds[0].sent; sent == nil || sent.Labels["app"] != "v2" || sent.Labels[syncer.LabelTeam] != "" {
-		t.Errorf("vCluster's update after the virtual edit: %v; want app=v2 and no %s", sent, syncer.LabelTeam)
+	if sent := rounds[0].sent; sent == nil || sent.Labels["app"] != "v2" || sent.Labels[contract.LabelTeam] != "" {
+		t.Errorf("vCluster's update after the virtual edit: %v; want app=v2 and no %s", sent, contract.LabelTeam)
 	}
 	stored, err = env.cp.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.Labels["app"] != "v2" || stored.Labels[syncer.LabelTeam] != "fraud" || !hasGate(stored) {
+	if stored.Labels["app"] != "v2" || stored.Labels[contract.LabelTeam] != "fraud" || !hasGate(stored) {
 		t.Errorf("after the virtual edit: labels %v gates %v; want app=v2, gpuvc's team label, the gate", stored.Labels, stored.Spec.SchedulingGates)
 	}
 	waitForEvent(ctx, t, pod.Namespace, string(pod.UID), syncer.ReasonReservedMetadataRestored)
-	if p := waitForPod(ctx, t, pod.Namespace, pod.Name, schedulingGated); p.Spec.NodeName != "" {
+	if p := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, schedulingGated); p.Spec.NodeName != "" {
 		t.Errorf("bound to %s while gated", p.Spec.NodeName)
 	}
 }
@@ -204,7 +208,7 @@ func TestVClusterUpdateKeepsGpuvcChanges(t *testing.T) {
 // as admitted on pods/resize, so the mapping holds and status syncs. An unmapped
 // pod (team fraud, whole GPU) syncs as before.
 func TestVClusterUpdateOfMappedPod(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	for _, c := range []struct {
 		team     string
 		manifest *corev1.Pod
@@ -220,7 +224,7 @@ func TestVClusterUpdateOfMappedPod(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := waitForPod(ctx, t, pod.Namespace, pod.Name, running)
+			run := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running)
 			// A real kubelet reports each running container's resources, and the API
 			// server allows a resize only then; kwok does not, so report them as a
 			// kubelet would.

@@ -4,16 +4,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuvc/gpuvc/syncer/bench"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
 )
 
-// The measurements live in syncer/bench, which also runs them through gpuvc's
+// The measurements live in e2e/testsupport/bench, which also runs them through gpuvc's
 // manager; here they run against this package's controller and webhook.
 
 // BenchmarkUngateLatency: create → gate removed for one 0.1 pod at a time
 // (bench.UngateLatency).
 func BenchmarkUngateLatency(b *testing.B) {
-	requireHost(b)
+	localcp.ForTest(b)
 	ctx := testContext(b, 10*time.Minute)
 	bench.UngateLatency(ctx, b, team(newTeam(ctx, b, "bench-latency", 8), 8))
 }
@@ -21,7 +22,7 @@ func BenchmarkUngateLatency(b *testing.B) {
 // BenchmarkBurst: bursts of share pods summing to at most 7 GPUs, quota 8
 // (bench.Burst): pods/s, latency, reservations against the lower bound.
 func BenchmarkBurst(b *testing.B) {
-	requireHost(b)
+	localcp.ForTest(b)
 	ctx := testContext(b, 20*time.Minute)
 	bench.Burst(ctx, b, team(newTeam(ctx, b, "bench-burst", 8), 8))
 }

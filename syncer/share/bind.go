@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Binding a share, in an order that is safe to interrupt anywhere: (1) the env
@@ -38,19 +38,19 @@ func (e *errConfigMapConflict) Error() string {
 func shareEnv(sp *sharePod) map[string]string {
 	r := sp.res
 	env := map[string]string{
-		syncer.EnvVisibleDevices: r.uuid,
-		syncer.EnvReservation:    r.name,
+		contract.EnvVisibleDevices: r.uuid,
+		contract.EnvReservation:    r.name,
 	}
-	if f := sp.pod.Annotations[syncer.AnnotationGPUFraction]; f != "" {
-		env[syncer.EnvGPUPortion] = f
+	if f := sp.pod.Annotations[contract.AnnotationGPUFraction]; f != "" {
+		env[contract.EnvGPUPortion] = f
 	} else {
-		env[syncer.EnvGPUPortion] = portion(sp.units)
+		env[contract.EnvGPUPortion] = portion(sp.units)
 	}
 	switch {
 	case sp.req.MemoryMiB > 0:
-		env[syncer.EnvGPUMemoryMiB] = strconv.FormatInt(sp.req.MemoryMiB, 10)
+		env[contract.EnvGPUMemoryMiB] = strconv.FormatInt(sp.req.MemoryMiB, 10)
 	case r.memMiB > 0:
-		env[syncer.EnvGPUMemoryMiB] = strconv.FormatInt(r.memMiB*int64(sp.units)/gpushare.UnitsPerGPU, 10)
+		env[contract.EnvGPUMemoryMiB] = strconv.FormatInt(r.memMiB*int64(sp.units)/gpushare.UnitsPerGPU, 10)
 	}
 	return env
 }
@@ -59,22 +59,22 @@ func shareEnv(sp *sharePod) map[string]string {
 // the pod, so the garbage collector removes it with the pod.
 func (c *Controller) ensureConfigMap(ctx context.Context, sp *sharePod) error {
 	p := sp.pod
-	name := p.Annotations[syncer.AnnotationShareConfigMap]
-	if !strings.HasPrefix(name, syncer.ShareConfigMapPrefix) {
-		return fmt.Errorf("pod %s/%s: annotation %s=%q does not name a share ConfigMap", p.Namespace, p.Name, syncer.AnnotationShareConfigMap, name)
+	name := p.Annotations[contract.AnnotationShareConfigMap]
+	if !strings.HasPrefix(name, contract.ShareConfigMapPrefix) {
+		return fmt.Errorf("pod %s/%s: annotation %s=%q does not name a share ConfigMap", p.Namespace, p.Name, contract.AnnotationShareConfigMap, name)
 	}
 	want := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: p.Namespace,
-			Labels: map[string]string{syncer.LabelSharePod: p.Name, syncer.LabelShareGroup: sp.res.name},
+			Labels: map[string]string{contract.LabelSharePod: p.Name, contract.LabelShareGroup: sp.res.name},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID,
 			}},
 		},
 		Data: shareEnv(sp),
 	}
-	if team := p.Labels[syncer.LabelTeam]; team != "" {
-		want.Labels[syncer.LabelTeam] = team
+	if team := p.Labels[contract.LabelTeam]; team != "" {
+		want.Labels[contract.LabelTeam] = team
 	}
 	// Create first: the ConfigMap usually does not exist yet.
 	err := c.opts.Client.Create(ctx, want)
@@ -108,8 +108,8 @@ func foreign(cm *corev1.ConfigMap, pod string) string {
 			}
 		}
 	}
-	if cm.Labels[syncer.LabelSharePod] != pod {
-		return fmt.Sprintf("label %s is %q, not %q", syncer.LabelSharePod, cm.Labels[syncer.LabelSharePod], pod)
+	if cm.Labels[contract.LabelSharePod] != pod {
+		return fmt.Sprintf("label %s is %q, not %q", contract.LabelSharePod, cm.Labels[contract.LabelSharePod], pod)
 	}
 	return ""
 }
@@ -126,11 +126,11 @@ func (c *Controller) bindPod(ctx context.Context, sp *sharePod) error {
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
-	p.Labels[syncer.LabelShareGroup] = r.name
-	p.Annotations[syncer.AnnotationShareUnits] = strconv.Itoa(sp.units)
-	p.Annotations[syncer.AnnotationGPUUUID] = r.uuid
+	p.Labels[contract.LabelShareGroup] = r.name
+	p.Annotations[contract.AnnotationShareUnits] = strconv.Itoa(sp.units)
+	p.Annotations[contract.AnnotationGPUUUID] = r.uuid
 	pinToNode(p, r.node)
-	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == syncer.GateGPUShare })
+	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.GateGPUShare })
 	patch, err := uidPatch(orig, p)
 	if err != nil {
 		return err

@@ -14,9 +14,9 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestPinToNode(t *testing.T) {
@@ -89,11 +89,11 @@ func TestForeignConfigMap(t *testing.T) {
 		cm      *corev1.ConfigMap
 		foreign bool
 	}{
-		"gpuvc's":            {cm(map[string]string{syncer.LabelSharePod: "p"}, nil), false},
-		"another pod's":      {cm(map[string]string{syncer.LabelSharePod: "q"}, nil), true},
+		"gpuvc's":            {cm(map[string]string{contract.LabelSharePod: "p"}, nil), false},
+		"another pod's":      {cm(map[string]string{contract.LabelSharePod: "q"}, nil), true},
 		"unlabelled":         {cm(nil, nil), true},
-		"synced by vCluster": {cm(map[string]string{syncer.LabelSharePod: "p"}, map[string]string{"vcluster.loft.sh/object-name": "x"}), true},
-		"vCluster-labelled":  {cm(map[string]string{syncer.LabelSharePod: "p", "vcluster.loft.sh/managed-by": "a"}, nil), true},
+		"synced by vCluster": {cm(map[string]string{contract.LabelSharePod: "p"}, map[string]string{"vcluster.loft.sh/object-name": "x"}), true},
+		"vCluster-labelled":  {cm(map[string]string{contract.LabelSharePod: "p", "vcluster.loft.sh/managed-by": "a"}, nil), true},
 	}
 	for name, tc := range cases {
 		if got := foreign(tc.cm, "p") != ""; got != tc.foreign {
@@ -126,16 +126,16 @@ func TestReservationPod(t *testing.T) {
 	}
 	p := c.reservationPod("team-a", "gpuvc-gpu-x", Team{Name: "a", Pool: "a100"})
 	if !holdsOneGPU(p) {
-		t.Errorf("limits %v, want %s: 1", p.Spec.Containers[0].Resources.Limits, syncer.ResourceGPU)
+		t.Errorf("limits %v, want %s: 1", p.Spec.Containers[0].Resources.Limits, contract.ResourceGPU)
 	}
 	if diff := cmp.Diff(p.Spec.Containers[0].Resources.Limits, p.Spec.Containers[0].Resources.Requests); diff != "" {
 		t.Errorf("requests differ from limits: %s", diff)
 	}
-	wantLabels := map[string]string{syncer.LabelRole: syncer.RoleReservation, syncer.LabelShareGroup: "gpuvc-gpu-x", syncer.LabelTeam: "a"}
+	wantLabels := map[string]string{contract.LabelRole: contract.RoleReservation, contract.LabelShareGroup: "gpuvc-gpu-x", contract.LabelTeam: "a"}
 	if diff := cmp.Diff(wantLabels, p.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	if p.Spec.NodeSelector[syncer.LabelPool] != "a100" || len(p.Spec.Tolerations) != 1 || p.Spec.Tolerations[0].Value != "a100" {
+	if p.Spec.NodeSelector[contract.LabelPool] != "a100" || len(p.Spec.Tolerations) != 1 || p.Spec.Tolerations[0].Value != "a100" {
 		t.Errorf("not pinned to pool a100: %v %v", p.Spec.NodeSelector, p.Spec.Tolerations)
 	}
 	if diff := cmp.Diff(DefaultCommand, p.Spec.Containers[0].Command); diff != "" {
@@ -151,7 +151,7 @@ func TestNamespaceTeams(t *testing.T) {
 		testobj.TeamNamespace("a", "a100"),
 		testobj.TeamNamespace("b", "h100"),
 		testobj.Namespace("plain", nil),
-		testobj.Namespace("team-nopool", map[string]string{syncer.LabelTeam: "nopool"}),
+		testobj.Namespace("team-nopool", map[string]string{contract.LabelTeam: "nopool"}),
 	).Build()
 	src := NamespaceTeams{Reader: c, MaxPodsPerGPU: map[string]int{"a": 2}}
 	ctx := context.Background()

@@ -11,20 +11,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/syncer"
-	"github.com/gpuvc/gpuvc/syncer/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
-
-func requireHost(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs the local control plane (run without -short)")
-	}
-}
 
 func testContext(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -67,7 +60,7 @@ func newTeam(ctx context.Context, t testing.TB, team string, gpus int) string {
 
 func cleanTeam(t testing.TB, ns string) { team(ns, share.DefaultMaxPodsPerGPU).Clean(t) }
 
-// team is the harness view of a test namespace (syncer/bench), with the
+// team is the harness view of a test namespace (e2e/testsupport/bench), with the
 // team's limit of pods per GPU.
 func team(ns string, maxPods int) bench.Team {
 	return bench.Team{Client: env.cp.Client, Namespace: ns, MaxPodsPerGPU: maxPods}
@@ -102,33 +95,6 @@ func hasGate(p *corev1.Pod) bool { return bench.Gated(p) }
 
 func isRunning(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
 
-// waitForPod polls a pod until cond holds and returns it.
-func waitForPod(ctx context.Context, t testing.TB, ns, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
-	t.Helper()
-	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := env.cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		pod = p
-		return cond(p), nil
-	})
-	if err != nil {
-		t.Fatalf("pod %s/%s never reached the expected state: %v; last: gates %v, labels %v, phase %s, node %q",
-			ns, name, err, pod.Spec.SchedulingGates, pod.Labels, pod.Status.Phase, pod.Spec.NodeName)
-	}
-	return pod
-}
-
-// waitUntil polls cond with a deadline.
-func waitUntil(ctx context.Context, t testing.TB, d time.Duration, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, d, true, cond); err != nil {
-		t.Fatalf("waiting until %s: %v", what, err)
-	}
-}
-
 func reservations(ctx context.Context, t testing.TB, ns string) []corev1.Pod {
 	t.Helper()
 	return team(ns, 0).Reservations(ctx, t)
@@ -141,7 +107,7 @@ func sharePods(ctx context.Context, t testing.TB, ns string) []corev1.Pod {
 
 func configMap(ctx context.Context, t testing.TB, p *corev1.Pod) *corev1.ConfigMap {
 	t.Helper()
-	cm, err := env.cp.Client.CoreV1().ConfigMaps(p.Namespace).Get(ctx, p.Annotations[syncer.AnnotationShareConfigMap], metav1.GetOptions{})
+	cm, err := env.cp.Client.CoreV1().ConfigMaps(p.Namespace).Get(ctx, p.Annotations[contract.AnnotationShareConfigMap], metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("share ConfigMap of %s: %v", p.Name, err)
 	}
@@ -152,7 +118,7 @@ func configMap(ctx context.Context, t testing.TB, p *corev1.Pod) *corev1.ConfigM
 func waitForEvent(ctx context.Context, t testing.TB, p *corev1.Pod, reason string) string {
 	t.Helper()
 	var note string
-	waitUntil(ctx, t, 30*time.Second, fmt.Sprintf("event %s on %s", reason, p.Name), func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, 30*time.Second, fmt.Sprintf("event %s on %s", reason, p.Name), func(ctx context.Context) (bool, error) {
 		l, err := env.cp.Client.EventsV1().Events(p.Namespace).List(ctx, metav1.ListOptions{
 			FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("regarding.uid", string(p.UID)), fields.OneTermEqualSelector("reason", reason)).String(),
 		})

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Gate-to-ungate latency. creationTimestamp has a resolution of one second, so
@@ -55,5 +55,5 @@ func (c *Controller) observeLatency(p *corev1.Pod) {
 	}
 	delete(c.firstSeen[p.Namespace], p.UID)
 	c.mu.Unlock()
-	c.opts.Metrics.UngateLatency.WithLabelValues(p.Labels[syncer.LabelTeam]).Observe(c.opts.Clock.Now().Sub(start).Seconds())
+	c.opts.Metrics.UngateLatency.WithLabelValues(p.Labels[contract.LabelTeam]).Observe(c.opts.Clock.Now().Sub(start).Seconds())
 }

@@ -3,7 +3,6 @@ package share_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -28,11 +27,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/testobj"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/manager/servingcert"
 	"github.com/gpuvc/gpuvc/syncer"
-	"github.com/gpuvc/gpuvc/syncer/servingcert"
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
@@ -58,48 +58,30 @@ var env struct {
 var maxPodsPerGPU = map[string]int{"tight": 2}
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
 	if os.Getenv("GPUVC_TEST_LOG") != "" {
 		ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, time.Now().Format("15:04:05.000"), prefix, args) }, funcr.Options{Verbosity: 1}))
 	} else {
 		ctrl.SetLogger(logr.Discard())
 	}
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	cp, err := localcp.Start(ctx, localcluster.Options{Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local control plane:", err)
-		return 1
-	}
-	env.cp = cp
-	code := 1
-	stopWebhook, err := setUp(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "setting up:", err)
-	} else {
-		code = m.Run()
-	}
-	if env.ctrl != nil {
-		if err := env.ctrl.stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	if stopWebhook != nil {
-		stopWebhook()
-	}
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
+	var stopErr error
+	code := localcp.RunTests(m, localcluster.Options{}, func(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
+		env.cp = cp
+		stopWebhook, err := setUp(ctx)
+		// The controller stops before the webhook it calls through the API server.
+		return func() {
+			if env.ctrl != nil {
+				stopErr = env.ctrl.stop()
+			}
+			if stopWebhook != nil {
+				stopWebhook()
+			}
+		}, err
+	})
+	if stopErr != nil {
+		fmt.Fprintln(os.Stderr, stopErr)
 		code = 1
 	}
-	return code
+	os.Exit(code)
 }
 
 func setUp(ctx context.Context) (stop func(), err error) {
@@ -147,12 +129,12 @@ func (p teamPolicies) TeamPolicy(ctx context.Context, namespace string) (*syncer
 		}
 		return nil, err
 	}
-	team := ns.Labels[syncer.LabelTeam]
+	team := ns.Labels[contract.LabelTeam]
 	if team == "" {
 		return nil, syncer.ErrNotTeamNamespace
 	}
 	return &syncer.TeamPolicy{
-		Team: team, Namespace: namespace, Pool: ns.Labels[syncer.LabelPool],
+		Team: team, Namespace: namespace, Pool: ns.Labels[contract.LabelPool],
 		PoolGPUProduct: nodepool.ProductA100_80GB, PoolGPUMemoryMiB: 81920,
 		MaxGPUsPerPod: 8, FractionsEnabled: true,
 	}, nil

@@ -7,15 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuvc/gpuvc/syncer"
-)
-
-// Node labels the controller reads (GPU Feature Discovery, gpuvc's node pools).
-const (
-	labelGPUMemory = "nvidia.com/gpu.memory" // MiB of one GPU
-	// LabelSimulated marks nodes whose GPUs are simulated (kwok, kind): no
-	// process runs there, so the controller records the GPU UUID itself.
-	LabelSimulated = "gpuvc.dev/simulated"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // nodeMeta is a node's labels; nodes are read metadata-only from the cache.
@@ -33,7 +25,7 @@ func nodeMetaList() *metav1.PartialObjectMetadataList {
 }
 
 func gpuMemory(labels map[string]string) int64 {
-	m, err := strconv.ParseInt(labels[labelGPUMemory], 10, 64)
+	m, err := strconv.ParseInt(labels[contract.LabelGPUMemory], 10, 64)
 	if err != nil || m <= 0 {
 		return 0
 	}
@@ -64,7 +56,7 @@ func (c *Controller) nodeLabels(ctx context.Context, names []string) (map[string
 // are never too small for the GPU the scheduler picks.
 func (c *Controller) poolMemory(ctx context.Context, pool string) (int64, error) {
 	l := nodeMetaList()
-	if err := c.opts.Client.List(ctx, l, client.MatchingLabels{syncer.LabelPool: pool}); err != nil {
+	if err := c.opts.Client.List(ctx, l, client.MatchingLabels{contract.LabelPool: pool}); err != nil {
 		return 0, err
 	}
 	var min int64

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // outcome collects what a reconcile asks of the next one.
@@ -62,7 +62,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var out outcome
 	var simulated []*reservation
 	for _, r := range st.reservations {
-		if r.open && r.node != "" && r.uuid == "" && nodes[r.node][LabelSimulated] == "true" {
+		if r.open && r.node != "" && r.uuid == "" && nodes[r.node][contract.LabelSimulated] == "true" {
 			simulated = append(simulated, r)
 		}
 	}
@@ -92,8 +92,8 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (c *Controller) load(ctx context.Context, namespace string, team Team) (*teamState, int64, map[string]map[string]string, error) {
 	var pods []corev1.Pod
 	for _, sel := range []client.MatchingLabels{
-		{syncer.LabelGPUShare: "true"},
-		{syncer.LabelRole: syncer.RoleReservation},
+		{contract.LabelGPUShare: "true"},
+		{contract.LabelRole: contract.RoleReservation},
 	} {
 		var l corev1.PodList
 		if err := c.opts.APIReader.List(ctx, &l, client.InNamespace(namespace), sel); err != nil {
@@ -132,7 +132,7 @@ func (c *Controller) warn(st *teamState) {
 	for _, sp := range st.lost {
 		c.event(sp.pod, nil, corev1.EventTypeWarning, ReasonReservationLost, fmt.Sprintf(
 			"reservation %s that held this pod's GPU is gone (deleted or evicted): the GPU is no longer reserved for it; recreate the pod to get a new share",
-			sp.pod.Labels[syncer.LabelShareGroup]))
+			sp.pod.Labels[contract.LabelShareGroup]))
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // ReservationPrefix starts every reservation pod's name.
@@ -22,7 +22,7 @@ const ReservationPrefix = "gpuvc-gpu-"
 // share pods. The real scheduler picks its node (and the device plugin its GPU);
 // `gpuvc reserve` then records the GPU's UUID on the pod.
 func (c *Controller) reservationPod(namespace, name string, team Team) *corev1.Pod {
-	limits := corev1.ResourceList{corev1.ResourceName(syncer.ResourceGPU): resource.MustParse("1")}
+	limits := corev1.ResourceList{corev1.ResourceName(contract.ResourceGPU): resource.MustParse("1")}
 	for k, v := range c.opts.Resources {
 		limits[k] = v
 	}
@@ -30,9 +30,9 @@ func (c *Controller) reservationPod(namespace, name string, team Team) *corev1.P
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: namespace,
 			Labels: map[string]string{
-				syncer.LabelRole:       syncer.RoleReservation,
-				syncer.LabelShareGroup: name,
-				syncer.LabelTeam:       team.Name,
+				contract.LabelRole:       contract.RoleReservation,
+				contract.LabelShareGroup: name,
+				contract.LabelTeam:       team.Name,
 			},
 		},
 		Spec: corev1.PodSpec{
@@ -57,9 +57,9 @@ func (c *Controller) reservationPod(namespace, name string, team Team) *corev1.P
 				RunAsUser:      ptr.To[int64](65532),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
-			NodeSelector: map[string]string{syncer.LabelPool: team.Pool},
+			NodeSelector: map[string]string{contract.LabelPool: team.Pool},
 			Tolerations: []corev1.Toleration{{
-				Key: syncer.LabelPool, Operator: corev1.TolerationOpEqual, Value: team.Pool, Effect: corev1.TaintEffectNoSchedule,
+				Key: contract.LabelPool, Operator: corev1.TolerationOpEqual, Value: team.Pool, Effect: corev1.TaintEffectNoSchedule,
 			}},
 			ServiceAccountName: c.opts.ServiceAccountName,
 			PriorityClassName:  c.opts.PriorityClassName,
@@ -103,7 +103,7 @@ func (c *Controller) createReservation(ctx context.Context, pod *corev1.Pod) (*c
 		// An admission webhook changed the GPU request (e.g. a WholeGPUAs
 		// policy mapped it to MIG): such a pod holds no whole GPU to share.
 		_ = c.opts.Client.Delete(ctx, pod)
-		return nil, fmt.Errorf("admission changed reservation %s/%s to request %v instead of %s: 1; exempt reservation pods from GPU mapping", pod.Namespace, pod.Name, pod.Spec.Containers[0].Resources.Limits, syncer.ResourceGPU)
+		return nil, fmt.Errorf("admission changed reservation %s/%s to request %v instead of %s: 1; exempt reservation pods from GPU mapping", pod.Namespace, pod.Name, pod.Spec.Containers[0].Resources.Limits, contract.ResourceGPU)
 	}
 	return pod, nil
 }
@@ -112,8 +112,8 @@ func holdsOneGPU(p *corev1.Pod) bool {
 	n := int64(0)
 	for _, ctr := range p.Spec.Containers {
 		for name, q := range ctr.Resources.Limits {
-			if strings.HasPrefix(string(name), "nvidia.com/") {
-				if name != syncer.ResourceGPU {
+			if strings.HasPrefix(string(name), contract.NVIDIAPrefix) {
+				if name != contract.ResourceGPU {
 					return false
 				}
 				n += q.Value()

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
@@ -21,7 +23,7 @@ import (
 // no reservation is left without a pod, and deleting the pods removes every
 // reservation.
 func TestRestartDuringChurn(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 5*time.Minute)
 	const quota = 6
 	ns := newTeam(ctx, t, "churn", quota)
@@ -86,7 +88,7 @@ func TestRestartDuringChurn(t *testing.T) {
 		}
 	}
 
-	waitUntil(ctx, t, time.Minute, "every live pod is served", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, time.Minute, "every live pod is served", func(ctx context.Context) (bool, error) {
 		for _, p := range sharePods(ctx, t, ns) {
 			if !served(&p) {
 				return false, nil
@@ -95,10 +97,10 @@ func TestRestartDuringChurn(t *testing.T) {
 		return true, nil
 	})
 	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
-	waitUntil(ctx, t, time.Minute, "every reservation has a pod (empty ones collected)", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, time.Minute, "every reservation has a pod (empty ones collected)", func(ctx context.Context) (bool, error) {
 		used := map[string]bool{}
 		for _, p := range sharePods(ctx, t, ns) {
-			used[p.Labels[syncer.LabelShareGroup]] = true
+			used[p.Labels[contract.LabelShareGroup]] = true
 		}
 		for _, r := range reservations(ctx, t, ns) {
 			if !used[r.Name] {
@@ -109,7 +111,7 @@ func TestRestartDuringChurn(t *testing.T) {
 	})
 	held, units := len(reservations(ctx, t, ns)), 0
 	for _, p := range sharePods(ctx, t, ns) {
-		u, _ := strconv.Atoi(p.Annotations[syncer.AnnotationShareUnits])
+		u, _ := strconv.Atoi(p.Annotations[contract.AnnotationShareUnits])
 		units += u
 	}
 	t.Logf("after %d pods created: %d live (Σ %.2f GPU), %d reservations held, lower bound %d",

@@ -11,6 +11,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 const quotaMessage = "no shared GPU of team %s has room for %s (%s), and holding another GPU would exceed the team's quota: %s. The pod stays gated until a shared GPU frees room or the quota grows"
@@ -39,7 +40,7 @@ func (c *Controller) place(ctx context.Context, namespace string, team Team, st 
 		}
 		if u := st.unknownMemory(); sp.req.MemoryMiB > 0 && u != nil {
 			c.wait(sp, out, ReasonWaiting, fmt.Sprintf("%s needs the GPU's memory, which is not known yet for reservation %s (not scheduled yet, or its node has no %s label)",
-				sp.req, u.name, labelGPUMemory))
+				sp.req, u.name, contract.LabelGPUMemory))
 			continue
 		}
 		if estimate > 0 {

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // ControllerName names the controller (logs, metrics of controller-runtime).
@@ -30,7 +30,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Namespace{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetLabels()[syncer.LabelTeam] != ""
+			return o.GetLabels()[contract.LabelTeam] != ""
 		}))).
 		WatchesMetadata(&corev1.Pod{}, c.podHandler()).
 		WatchesMetadata(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(namespaceOf)).
@@ -48,13 +48,13 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // matters; of other team pods only their deletion (it may free quota).
 func (c *Controller) podHandler() handler.EventHandler {
 	enqueue := func(o client.Object, q queue) {
-		if o.GetLabels()[syncer.LabelTeam] != "" {
+		if o.GetLabels()[contract.LabelTeam] != "" {
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}})
 		}
 	}
 	ours := func(o client.Object) bool {
 		l := o.GetLabels()
-		return l[syncer.LabelGPUShare] == "true" || l[syncer.LabelRole] == syncer.RoleReservation
+		return l[contract.LabelGPUShare] == "true" || l[contract.LabelRole] == contract.RoleReservation
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {

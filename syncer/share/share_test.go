@@ -14,8 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gpuvc/gpuvc/e2e/testobj"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
@@ -33,7 +35,7 @@ func sampleCount(t *testing.T, o prometheus.Observer) uint64 {
 // on its reservation's node with its GPU in its ConfigMap; when the pods go, the
 // reservations and ConfigMaps go too.
 func TestFractionsShareOneReservation(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "pack", 4)
 
@@ -42,27 +44,27 @@ func TestFractionsShareOneReservation(t *testing.T) {
 		createShare(ctx, t, ns, n, "0.3")
 	}
 	for _, n := range []string{"a", "b", "c"} {
-		pods = append(pods, waitForPod(ctx, t, ns, n, served))
+		pods = append(pods, poll.Pod(ctx, t, env.cp.Client, ns, n, served))
 	}
 	res := reservations(ctx, t, ns)
 	if len(res) != 1 {
 		t.Fatalf("%d reservations for 3 x 0.3, want 1: %v", len(res), names(res))
 	}
 	r := res[0]
-	uuid := r.Annotations[syncer.AnnotationGPUUUID]
+	uuid := r.Annotations[contract.AnnotationGPUUUID]
 	if !strings.HasPrefix(uuid, "GPU-sim-a100-0-") || r.Spec.NodeName != "a100-0" {
 		t.Errorf("reservation %s on %q holds %q, want a simulated GPU of a100-0", r.Name, r.Spec.NodeName, uuid)
 	}
-	if q := r.Spec.Containers[0].Resources.Limits[syncer.ResourceGPU]; q.Value() != 1 || r.Labels[syncer.LabelShareGroup] != r.Name {
+	if q := r.Spec.Containers[0].Resources.Limits[contract.ResourceGPU]; q.Value() != 1 || r.Labels[contract.LabelShareGroup] != r.Name {
 		t.Errorf("reservation %s: limits %v, labels %v", r.Name, r.Spec.Containers[0].Resources.Limits, r.Labels)
 	}
 	for _, p := range pods {
-		if p.Spec.NodeName != r.Spec.NodeName || p.Labels[syncer.LabelShareGroup] != r.Name || p.Annotations[syncer.AnnotationShareUnits] != "3000" {
+		if p.Spec.NodeName != r.Spec.NodeName || p.Labels[contract.LabelShareGroup] != r.Name || p.Annotations[contract.AnnotationShareUnits] != "3000" {
 			t.Errorf("pod %s on %s, group %q, units %q; want %s, %s, 3000", p.Name, p.Spec.NodeName,
-				p.Labels[syncer.LabelShareGroup], p.Annotations[syncer.AnnotationShareUnits], r.Spec.NodeName, r.Name)
+				p.Labels[contract.LabelShareGroup], p.Annotations[contract.AnnotationShareUnits], r.Spec.NodeName, r.Name)
 		}
 		cm := configMap(ctx, t, p)
-		want := map[string]string{syncer.EnvVisibleDevices: uuid, syncer.EnvGPUPortion: "0.3", syncer.EnvGPUMemoryMiB: "24576", syncer.EnvReservation: r.Name}
+		want := map[string]string{contract.EnvVisibleDevices: uuid, contract.EnvGPUPortion: "0.3", contract.EnvGPUMemoryMiB: "24576", contract.EnvReservation: r.Name}
 		for k, v := range want {
 			if cm.Data[k] != v {
 				t.Errorf("pod %s: ConfigMap %s[%s]=%q, want %q", p.Name, cm.Name, k, cm.Data[k], v)
@@ -75,15 +77,15 @@ func TestFractionsShareOneReservation(t *testing.T) {
 	}
 
 	createShare(ctx, t, ns, "d", "0.3")
-	d := waitForPod(ctx, t, ns, "d", served)
-	if g := d.Labels[syncer.LabelShareGroup]; g == "" || g == r.Name {
+	d := poll.Pod(ctx, t, env.cp.Client, ns, "d", served)
+	if g := d.Labels[contract.LabelShareGroup]; g == "" || g == r.Name {
 		t.Errorf("fourth pod in group %q, want a second reservation", g)
 	}
 	if n := len(reservations(ctx, t, ns)); n != 2 {
 		t.Errorf("%d reservations for 4 x 0.3, want 2", n)
 	}
 	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
-	waitUntil(ctx, t, 10*time.Second, "metrics say 2 reservations, 1.2 GPU, none gated, 4 latencies", func(context.Context) (bool, error) {
+	poll.Until(ctx, t, 10*time.Second, "metrics say 2 reservations, 1.2 GPU, none gated, 4 latencies", func(context.Context) (bool, error) {
 		return testutil.ToFloat64(env.metrics.Reservations.WithLabelValues("pack")) == 2 &&
 			testutil.ToFloat64(env.metrics.AllocatedGPUs.WithLabelValues("pack")) == 1.2 &&
 			testutil.ToFloat64(env.metrics.GatedPods.WithLabelValues("pack")) == 0 &&
@@ -94,8 +96,8 @@ func TestFractionsShareOneReservation(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d"} {
 		deletePod(ctx, t, ns, n)
 	}
-	waitUntil(ctx, t, time.Minute, "reservations and ConfigMaps are gone", func(ctx context.Context) (bool, error) {
-		cms, err := env.cp.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: syncer.LabelSharePod})
+	poll.Until(ctx, t, time.Minute, "reservations and ConfigMaps are gone", func(ctx context.Context) (bool, error) {
+		cms, err := env.cp.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelSharePod})
 		if err != nil {
 			return false, err
 		}
@@ -106,27 +108,27 @@ func TestFractionsShareOneReservation(t *testing.T) {
 // gpu-memory is converted with the node's nvidia.com/gpu.memory label: 40960 MiB
 // of an 81920 MiB A100 is half of it, so two such pods fill one GPU.
 func TestMemoryShare(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "memory", 2)
 
 	createPod(ctx, t, testobj.Pod("m1", ns).GPUMemory("40960").Obj())
-	m1 := waitForPod(ctx, t, ns, "m1", served)
-	if got := m1.Annotations[syncer.AnnotationShareUnits]; got != "5000" {
+	m1 := poll.Pod(ctx, t, env.cp.Client, ns, "m1", served)
+	if got := m1.Annotations[contract.AnnotationShareUnits]; got != "5000" {
 		t.Errorf("units %q, want 5000 (0.5 of 81920 MiB)", got)
 	}
 	cm := configMap(ctx, t, m1)
-	if cm.Data[syncer.EnvGPUPortion] != "0.5" || cm.Data[syncer.EnvGPUMemoryMiB] != "40960" {
-		t.Errorf("ConfigMap %v, want %s=0.5 and %s=40960", cm.Data, syncer.EnvGPUPortion, syncer.EnvGPUMemoryMiB)
+	if cm.Data[contract.EnvGPUPortion] != "0.5" || cm.Data[contract.EnvGPUMemoryMiB] != "40960" {
+		t.Errorf("ConfigMap %v, want %s=0.5 and %s=40960", cm.Data, contract.EnvGPUPortion, contract.EnvGPUMemoryMiB)
 	}
 	createPod(ctx, t, testobj.Pod("m2", ns).GPUMemory("40960").Obj())
-	m2 := waitForPod(ctx, t, ns, "m2", served)
-	if m2.Labels[syncer.LabelShareGroup] != m1.Labels[syncer.LabelShareGroup] {
-		t.Errorf("two halves on %q and %q, want one GPU", m1.Labels[syncer.LabelShareGroup], m2.Labels[syncer.LabelShareGroup])
+	m2 := poll.Pod(ctx, t, env.cp.Client, ns, "m2", served)
+	if m2.Labels[contract.LabelShareGroup] != m1.Labels[contract.LabelShareGroup] {
+		t.Errorf("two halves on %q and %q, want one GPU", m1.Labels[contract.LabelShareGroup], m2.Labels[contract.LabelShareGroup])
 	}
 	createShare(ctx, t, ns, "f", "0.1")
-	f := waitForPod(ctx, t, ns, "f", served)
-	if f.Labels[syncer.LabelShareGroup] == m1.Labels[syncer.LabelShareGroup] {
+	f := poll.Pod(ctx, t, env.cp.Client, ns, "f", served)
+	if f.Labels[contract.LabelShareGroup] == m1.Labels[contract.LabelShareGroup] {
 		t.Errorf("a full GPU took another share")
 	}
 	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
@@ -136,12 +138,12 @@ func TestMemoryShare(t *testing.T) {
 // with a Warning naming the quota and its numbers, and is served when room
 // frees: by a larger quota, or by another pod leaving.
 func TestQuotaKeepsPodGatedUntilRoomFrees(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "quota", 1)
 
 	createShare(ctx, t, ns, "first", "0.6")
-	first := waitForPod(ctx, t, ns, "first", served)
+	first := poll.Pod(ctx, t, env.cp.Client, ns, "first", served)
 	second := createShare(ctx, t, ns, "second", "0.6")
 	note := waitForEvent(ctx, t, second, share.ReasonQuotaExceeded)
 	for _, want := range []string{"exceeded quota", "gpuvc-quota", "requests.nvidia.com/gpu=1", "gpu-fraction 0.6", "most free 0.4", "stays gated"} {
@@ -149,7 +151,7 @@ func TestQuotaKeepsPodGatedUntilRoomFrees(t *testing.T) {
 			t.Errorf("quota event %q does not mention %q", note, want)
 		}
 	}
-	if p := waitForPod(ctx, t, ns, "second", func(*corev1.Pod) bool { return true }); !hasGate(p) || len(reservations(ctx, t, ns)) != 1 {
+	if p := poll.Pod(ctx, t, env.cp.Client, ns, "second", func(*corev1.Pod) bool { return true }); !hasGate(p) || len(reservations(ctx, t, ns)) != 1 {
 		t.Fatalf("over quota: gated=%v, reservations %d; want gated and 1", hasGate(p), len(reservations(ctx, t, ns)))
 	}
 
@@ -162,22 +164,22 @@ func TestQuotaKeepsPodGatedUntilRoomFrees(t *testing.T) {
 	if _, err := env.cp.Client.CoreV1().ResourceQuotas(ns).Update(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForPod(ctx, t, ns, "second", served)
+	poll.Pod(ctx, t, env.cp.Client, ns, "second", served)
 
 	// Room by a pod leaving: the third reuses the first's GPU.
 	third := createShare(ctx, t, ns, "third", "0.6")
 	waitForEvent(ctx, t, third, share.ReasonQuotaExceeded)
 	deletePod(ctx, t, ns, "first")
-	got := waitForPod(ctx, t, ns, "third", served)
-	if got.Labels[syncer.LabelShareGroup] != first.Labels[syncer.LabelShareGroup] {
-		t.Errorf("third pod on %q, want the first's reservation %q", got.Labels[syncer.LabelShareGroup], first.Labels[syncer.LabelShareGroup])
+	got := poll.Pod(ctx, t, env.cp.Client, ns, "third", served)
+	if got.Labels[contract.LabelShareGroup] != first.Labels[contract.LabelShareGroup] {
+		t.Errorf("third pod on %q, want the first's reservation %q", got.Labels[contract.LabelShareGroup], first.Labels[contract.LabelShareGroup])
 	}
 	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
 }
 
 // Team tight allows two pods per shared GPU: three small pods need two GPUs.
 func TestMaxPodsPerGPU(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "tight", 2)
 	for _, n := range []string{"a", "b", "c"} {
@@ -185,7 +187,7 @@ func TestMaxPodsPerGPU(t *testing.T) {
 	}
 	groups := map[string]int{}
 	for _, n := range []string{"a", "b", "c"} {
-		groups[waitForPod(ctx, t, ns, n, served).Labels[syncer.LabelShareGroup]]++
+		groups[poll.Pod(ctx, t, env.cp.Client, ns, n, served).Labels[contract.LabelShareGroup]]++
 	}
 	if len(groups) != 2 {
 		t.Errorf("pods per reservation %v, want 2 reservations (at most 2 pods each)", groups)
@@ -196,28 +198,28 @@ func TestMaxPodsPerGPU(t *testing.T) {
 // Quota held by a whole-GPU pod of the team: its deletion wakes the controller
 // and the gated share pod is served.
 func TestWholeGPUPodLeavingFreesQuota(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "whole", 1)
 	whole, err := env.cp.Client.CoreV1().Pods(ns).Create(ctx, testobj.Pod("whole", ns).GPUs("1").Obj(), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitForPod(ctx, t, ns, whole.Name, isRunning)
+	poll.Pod(ctx, t, env.cp.Client, ns, whole.Name, isRunning)
 	p := createShare(ctx, t, ns, "half", "0.5")
 	note := waitForEvent(ctx, t, p, share.ReasonQuotaExceeded)
 	if !strings.Contains(note, "the team holds no shared GPU") {
 		t.Errorf("quota event %q does not say the team holds no shared GPU", note)
 	}
 	deletePod(ctx, t, ns, whole.Name)
-	waitForPod(ctx, t, ns, "half", served)
+	poll.Pod(ctx, t, env.cp.Client, ns, "half", served)
 }
 
 // The controller's pod patches carry the pod's UID: the API server applies one
 // to the pod it was computed from and refuses it on a pod recreated under the
 // same name.
 func TestPatchesOnlyTheSamePod(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, time.Minute)
 	ns := newTeam(ctx, t, "uid", 1)
 	p := createShare(ctx, t, ns, "p", "0.5")
@@ -228,7 +230,7 @@ func TestPatchesOnlyTheSamePod(t *testing.T) {
 		orig := p.DeepCopy()
 		orig.UID = tc.uid
 		mod := orig.DeepCopy()
-		mod.Annotations[syncer.AnnotationGPUUUID] = "GPU-x"
+		mod.Annotations[contract.AnnotationGPUUUID] = "GPU-x"
 		patch, err := share.UIDPatch(orig, mod)
 		if err != nil {
 			t.Fatal(err)
@@ -244,7 +246,7 @@ func TestPatchesOnlyTheSamePod(t *testing.T) {
 // controller does not pile up more while it is; the pod that needs another GPU
 // is told why.
 func TestNoMoreReservationsWhileUnschedulable(t *testing.T) {
-	requireHost(t)
+	localcp.ForTest(t)
 	ctx := testContext(t, 2*time.Minute)
 	ns := testobj.TeamNamespace("nogpu", "system")
 	if _, err := env.cp.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -255,7 +257,7 @@ func TestNoMoreReservationsWhileUnschedulable(t *testing.T) {
 	}
 	t.Cleanup(func() { cleanTeam(t, ns.Name) })
 	createShare(ctx, t, ns.Name, "first", "0.6")
-	waitUntil(ctx, t, 30*time.Second, "the reservation is unschedulable", func(ctx context.Context) (bool, error) {
+	poll.Until(ctx, t, 30*time.Second, "the reservation is unschedulable", func(ctx context.Context) (bool, error) {
 		for _, r := range reservations(ctx, t, ns.Name) {
 			for _, c := range r.Status.Conditions {
 				if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // On nodes labelled gpuvc.dev/simulated=true there is no GPU to find (kwok runs
@@ -39,7 +39,7 @@ func (c *Controller) simulateUUIDs(ctx context.Context, rs []*reservation) error
 	for node, list := range byNode {
 		var onNode corev1.PodList
 		if err := c.opts.APIReader.List(ctx, &onNode,
-			client.MatchingLabels{syncer.LabelRole: syncer.RoleReservation},
+			client.MatchingLabels{contract.LabelRole: contract.RoleReservation},
 			client.MatchingFields{"spec.nodeName": node}); err != nil {
 			return fmt.Errorf("listing reservations on node %s: %w", node, err)
 		}
@@ -47,7 +47,7 @@ func (c *Controller) simulateUUIDs(ctx context.Context, rs []*reservation) error
 		prefix := "GPU-sim-" + node + "-"
 		for _, p := range onNode.Items {
 			// Terminating reservations still hold their GPU: their index stays taken.
-			rest, ok := strings.CutPrefix(p.Annotations[syncer.AnnotationGPUUUID], prefix)
+			rest, ok := strings.CutPrefix(p.Annotations[contract.AnnotationGPUUUID], prefix)
 			if n, err := strconv.Atoi(rest); ok && err == nil {
 				used[n] = true
 			}
@@ -82,7 +82,7 @@ func (c *Controller) recordUUID(ctx context.Context, r *reservation, uuid string
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
-	p.Annotations[syncer.AnnotationGPUUUID] = uuid
+	p.Annotations[contract.AnnotationGPUUUID] = uuid
 	patch, err := uidPatch(orig, p)
 	if err == nil {
 		err = c.opts.Client.Patch(ctx, p, patch)

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // The team's state, rebuilt from host pods on every reconcile: reservation pods
@@ -80,11 +80,11 @@ type observation struct {
 }
 
 func isReservation(p *corev1.Pod) bool {
-	return p.Labels[syncer.LabelRole] == syncer.RoleReservation
+	return p.Labels[contract.LabelRole] == contract.RoleReservation
 }
 
 func isSharePod(p *corev1.Pod) bool {
-	return p.Labels[syncer.LabelGPUShare] == "true" && !isReservation(p)
+	return p.Labels[contract.LabelGPUShare] == "true" && !isReservation(p)
 }
 
 func finished(p *corev1.Pod) bool {
@@ -92,12 +92,12 @@ func finished(p *corev1.Pod) bool {
 }
 
 func gated(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == syncer.GateGPUShare })
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.GateGPUShare })
 }
 
 // request reads the share the webhook validated and recorded.
 func request(p *corev1.Pod) (gpushare.Request, error) {
-	return gpushare.ParseRequest(p.Annotations[syncer.AnnotationGPUFraction], p.Annotations[syncer.AnnotationGPUMemory])
+	return gpushare.ParseRequest(p.Annotations[contract.AnnotationGPUFraction], p.Annotations[contract.AnnotationGPUMemory])
 }
 
 func byCreation(a, b *corev1.Pod) int {
@@ -139,7 +139,7 @@ func b2i(b bool) int {
 
 func (st *teamState) addReservation(p *corev1.Pod, o observation) *reservation {
 	r := &reservation{
-		pod: p, name: p.Name, node: p.Spec.NodeName, uuid: p.Annotations[syncer.AnnotationGPUUUID],
+		pod: p, name: p.Name, node: p.Spec.NodeName, uuid: p.Annotations[contract.AnnotationGPUUUID],
 		open: p.DeletionTimestamp == nil && !finished(p),
 	}
 	if r.node != "" {
@@ -164,8 +164,8 @@ func (st *teamState) observeShare(p *corev1.Pod, maxPods int) {
 		return // holds no GPU, or will not run
 	}
 	req, err := request(p)
-	if err == nil && isGated && !strings.HasPrefix(p.Annotations[syncer.AnnotationShareConfigMap], syncer.ShareConfigMapPrefix) {
-		err = fmt.Errorf("annotation %s=%q does not name a share ConfigMap (%s...)", syncer.AnnotationShareConfigMap, p.Annotations[syncer.AnnotationShareConfigMap], syncer.ShareConfigMapPrefix)
+	if err == nil && isGated && !strings.HasPrefix(p.Annotations[contract.AnnotationShareConfigMap], contract.ShareConfigMapPrefix) {
+		err = fmt.Errorf("annotation %s=%q does not name a share ConfigMap (%s...)", contract.AnnotationShareConfigMap, p.Annotations[contract.AnnotationShareConfigMap], contract.ShareConfigMapPrefix)
 	}
 	if err != nil {
 		if isGated {
@@ -174,7 +174,7 @@ func (st *teamState) observeShare(p *corev1.Pod, maxPods int) {
 		return
 	}
 	sp := &sharePod{pod: p, req: req, gated: isGated}
-	group := p.Labels[syncer.LabelShareGroup]
+	group := p.Labels[contract.LabelShareGroup]
 	r := st.byName[group]
 	if !isGated {
 		if group == "" {
@@ -201,7 +201,7 @@ func (st *teamState) observeShare(p *corev1.Pod, maxPods int) {
 }
 
 func parseUnits(p *corev1.Pod) (int, bool) {
-	u, err := strconv.Atoi(p.Annotations[syncer.AnnotationShareUnits])
+	u, err := strconv.Atoi(p.Annotations[contract.AnnotationShareUnits])
 	return u, err == nil && u >= 1 && u <= gpushare.UnitsPerGPU
 }
 

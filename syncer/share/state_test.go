@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Builders of host pods as the webhook and the controller leave them.
@@ -22,12 +22,12 @@ var epoch = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 func resPod(name, node, uuid string) corev1.Pod {
 	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: "team-a", UID: types.UID("uid-" + name),
-		Labels:      map[string]string{syncer.LabelRole: syncer.RoleReservation, syncer.LabelShareGroup: name},
+		Labels:      map[string]string{contract.LabelRole: contract.RoleReservation, contract.LabelShareGroup: name},
 		Annotations: map[string]string{},
 	}}
 	p.Spec.NodeName = node
 	if uuid != "" {
-		p.Annotations[syncer.AnnotationGPUUUID] = uuid
+		p.Annotations[contract.AnnotationGPUUUID] = uuid
 	}
 	return p
 }
@@ -38,20 +38,20 @@ func sharePodObj(name string, sec int, fraction string, group string, units int,
 	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: "team-a", UID: types.UID("uid-" + name),
 		CreationTimestamp: metav1.NewTime(epoch.Add(time.Duration(sec) * time.Second)),
-		Labels:            map[string]string{syncer.LabelGPUShare: "true"},
-		Annotations:       map[string]string{syncer.AnnotationShareConfigMap: syncer.ShareConfigMapPrefix + name},
+		Labels:            map[string]string{contract.LabelGPUShare: "true"},
+		Annotations:       map[string]string{contract.AnnotationShareConfigMap: contract.ShareConfigMapPrefix + name},
 	}}
 	if fraction[len(fraction)-1] == 'M' {
-		p.Annotations[syncer.AnnotationGPUMemory] = fraction[:len(fraction)-1]
+		p.Annotations[contract.AnnotationGPUMemory] = fraction[:len(fraction)-1]
 	} else {
-		p.Annotations[syncer.AnnotationGPUFraction] = fraction
+		p.Annotations[contract.AnnotationGPUFraction] = fraction
 	}
 	if group != "" {
-		p.Labels[syncer.LabelShareGroup] = group
-		p.Annotations[syncer.AnnotationShareUnits] = strconv.Itoa(units)
+		p.Labels[contract.LabelShareGroup] = group
+		p.Annotations[contract.AnnotationShareUnits] = strconv.Itoa(units)
 	}
 	if isGated {
-		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: syncer.GateGPUShare}}
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: contract.GateGPUShare}}
 	}
 	return p
 }
@@ -149,7 +149,7 @@ func TestObserve(t *testing.T) {
 				resPod("r1", "a100-0", "GPU-1"),
 				func() corev1.Pod {
 					p := sharePodObj("m", 1, "40960M", "r1", 0, false)
-					p.Annotations[syncer.AnnotationShareUnits] = "lots"
+					p.Annotations[contract.AnnotationShareUnits] = "lots"
 					return p
 				}(),
 			},
@@ -158,7 +158,7 @@ func TestObserve(t *testing.T) {
 		"unreadable request": {
 			pods: []corev1.Pod{func() corev1.Pod {
 				p := sharePodObj("bad", 1, "0.5", "", 0, true)
-				p.Annotations[syncer.AnnotationGPUFraction] = "lots"
+				p.Annotations[contract.AnnotationGPUFraction] = "lots"
 				return p
 			}()},
 			want: view{Shares: map[string]map[string]int{}, Invalid: []string{"bad"}},
@@ -166,7 +166,7 @@ func TestObserve(t *testing.T) {
 		"no share ConfigMap named": {
 			pods: []corev1.Pod{func() corev1.Pod {
 				p := sharePodObj("nocm", 1, "0.5", "", 0, true)
-				delete(p.Annotations, syncer.AnnotationShareConfigMap)
+				delete(p.Annotations, contract.AnnotationShareConfigMap)
 				return p
 			}()},
 			want: view{Shares: map[string]map[string]int{}, Invalid: []string{"nocm"}},

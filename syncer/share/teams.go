@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuvc/gpuvc/syncer"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // DefaultMaxPodsPerGPU is the Team API's default of
@@ -48,7 +48,7 @@ type TeamSource interface {
 }
 
 // NamespaceTeams reads a namespace's gpuvc.dev/team and gpuvc.dev/pool labels,
-// the same labels the webhook's NamespacePolicies reads.
+// the same labels syncertest.NamespacePolicies reads for the webhook's tests.
 type NamespaceTeams struct {
 	Reader client.Reader
 	// MaxPodsPerGPU by team name; teams missing here get Default.
@@ -68,13 +68,13 @@ func (s NamespaceTeams) ShareTeam(ctx context.Context, namespace string) (Team, 
 		}
 		return Team{}, fmt.Errorf("reading namespace %s: %w", namespace, err)
 	}
-	name := ns.Labels[syncer.LabelTeam]
+	name := ns.Labels[contract.LabelTeam]
 	if name == "" {
 		return Team{}, ErrNotTeamNamespace
 	}
-	pool := ns.Labels[syncer.LabelPool]
+	pool := ns.Labels[contract.LabelPool]
 	if pool == "" {
-		return Team{}, fmt.Errorf("namespace %s of team %q has no %s label: label it with the team's node pool", namespace, name, syncer.LabelPool)
+		return Team{}, fmt.Errorf("namespace %s of team %q has no %s label: label it with the team's node pool", namespace, name, contract.LabelPool)
 	}
 	max, ok := s.MaxPodsPerGPU[name]
 	if !ok {

@@ -10,15 +10,16 @@ const (
 	ConditionVClusterReady = "VClusterReady"
 	// ConditionKubeconfigReady: the team's kubeconfig Secret exists with a reachable server.
 	ConditionKubeconfigReady = "KubeconfigReady"
-	// ConditionDeleting: set once a Team is being deleted; its reason and message say
-	// what the deletion still waits for.
-	ConditionDeleting = "Deleting"
 )
 
-// Labels gpuvc puts on host objects.
+// Reasons of a Team's Ready condition while the Team is being deleted; the
+// condition's message says what the deletion waits for.
 const (
-	LabelTeam = "gpuvc.dev/team"
-	LabelPool = "gpuvc.dev/pool"
+	// ReasonDeleting: the host namespace is being deleted (the message names what
+	// still holds it).
+	ReasonDeleting = "Deleting"
+	// ReasonUninstallFailed: the vCluster release could not be uninstalled; retried.
+	ReasonUninstallFailed = "UninstallFailed"
 )
 
 // Finalizer holds a Team until its host objects are gone.
@@ -26,3 +27,7 @@ const Finalizer = "gpuvc.dev/team-cleanup"
 
 // HostNamespace is the host namespace of a team.
 func HostNamespace(team string) string { return "team-" + team }
+
+// ReleaseName is the vCluster Helm release of a team: the team's name, which keeps
+// host pod names (<pod>-x-<namespace>-x-<release>) short.
+func ReleaseName(t *Team) string { return t.Name }

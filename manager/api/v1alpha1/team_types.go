@@ -20,7 +20,7 @@ import (
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name: a team name has at most 40 characters (it names the host namespace team-<name> and the vCluster's objects)"
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",messageExpression="'metadata.name: ' + self.metadata.name + ' is not a DNS-1035 label: use lowercase letters, digits and -, starting with a letter and ending with a letter or digit (e.g. fraud-ml); it names the host namespace team-<name> and the vCluster release'"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",optionalOldSelf=true,messageExpression="'metadata.name: ' + self.metadata.name + ' is not a DNS-1035 label: use lowercase letters, digits and -, starting with a letter and ending with a letter or digit (e.g. fraud-ml); it names the host namespace team-<name> and the vCluster release'"
 type Team struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -210,6 +210,38 @@ type TeamStatus struct {
 	// GPUUsage is what the team's pods request now, from the namespace's quota usage.
 	// +optional
 	GPUUsage *GPUUsage `json:"gpuUsage,omitempty"`
+
+	// GPUSeconds is the GPU time the team's pods held, integrated by the manager
+	// (package manager/accounting); written every few minutes when it changed.
+	// +optional
+	GPUSeconds *GPUSeconds `json:"gpuSeconds,omitempty"`
+}
+
+// GPUSeconds is GPU time in GPU-seconds (one whole GPU held for one second),
+// rounded down.
+type GPUSeconds struct {
+	// Since is when the manager started counting for this team.
+	Since metav1.Time `json:"since"`
+	// SampledAt is the sample the counts run up to (not rewritten while they do
+	// not change).
+	SampledAt metav1.Time `json:"sampledAt"`
+	// Total is the GPU time the team held, over all pools and kinds.
+	Total int64 `json:"total"`
+	// ByKind splits Total per pool and kind: whole (nvidia.com/gpu), mig (slices
+	// weighted by compute slices), fraction (shares of reservation GPUs bound to
+	// pods) and reserved (the rest of the reservation GPUs).
+	// +optional
+	// +listType=map
+	// +listMapKey=pool
+	// +listMapKey=kind
+	ByKind []KindSeconds `json:"byKind,omitempty"`
+}
+
+// KindSeconds is the GPU time of one pool and kind.
+type KindSeconds struct {
+	Pool    string `json:"pool"`
+	Kind    string `json:"kind"`
+	Seconds int64  `json:"seconds"`
 }
 
 // GPUUsage counts requested GPUs.

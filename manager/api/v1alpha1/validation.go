@@ -82,6 +82,9 @@ func (t *Team) Validate() field.ErrorList {
 	return errs
 }
 
+// validateName: the CRD's rule for the name checks new Teams only (optionalOldSelf;
+// names are immutable), so a Team stored before the rule existed can still be
+// updated and its finalizer released.
 func validateName(name string) field.ErrorList {
 	p := field.NewPath("metadata", "name")
 	switch {

@@ -18,8 +18,8 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
-	"github.com/gpuvc/gpuvc/kind/deviceplugin"
-	"github.com/gpuvc/gpuvc/syncer/nodeagent"
+	"github.com/gpuvc/gpuvc/gpu/nodeagent"
+	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
 )
 
 // NodeNameEnv is where the node name comes from by default (downward API:

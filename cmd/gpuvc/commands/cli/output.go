@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 )
@@ -24,6 +25,15 @@ func NewOutput(formats ...string) *Output {
 func (o *Output) AddFlag(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Format, "output", "o", o.Format, fmt.Sprintf("output format, one of %v", o.allowed))
 }
+
+// AddTo registers -o/--output on cmd, completing the formats in a shell.
+func (o *Output) AddTo(cmd *cobra.Command) {
+	o.AddFlag(cmd.Flags())
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.Formats(), cobra.ShellCompDirectiveNoFileComp))
+}
+
+// Formats are the formats the flag accepts, the default first.
+func (o *Output) Formats() []string { return append([]string(nil), o.allowed...) }
 
 // Validate rejects a format the command does not support, naming the choices.
 func (o *Output) Validate() error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"text/template"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	gpuvcmanager "github.com/gpuvc/gpuvc/manager"
+	"github.com/gpuvc/gpuvc/manager/accounting"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/vclusters"
@@ -40,6 +42,7 @@ type flags struct {
 	syncRealNodes           bool
 	installCRDs             bool
 	devLogs                 bool
+	accounting              accounting.Options
 }
 
 // NewCommand returns the manager command.
@@ -77,6 +80,9 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.BoolVar(&f.syncRealNodes, "sync-real-nodes", false, "show teams their pool's real nodes; costs isolation: every team's vCluster can then read all pods of the host")
 	fs.BoolVar(&f.installCRDs, "install-crds", false, "create or update the Team CRD at start")
 	fs.BoolVar(&f.devLogs, "dev-logs", false, "human-readable development logs")
+	fs.DurationVar(&f.accounting.Interval, "accounting-interval", time.Minute, "how often GPU time is sampled and checkpointed; a pod's start and stop are each counted to within it")
+	fs.DurationVar(&f.accounting.StatusInterval, "accounting-status-interval", 5*time.Minute, "how often a Team's status.gpuSeconds is written")
+	fs.DurationVar(&f.accounting.Retention, "accounting-retention", 7*24*time.Hour, "how long hourly GPU-time buckets (gpuvc team usage --since) are kept")
 	return cmd
 }
 
@@ -124,6 +130,7 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 		WebhookPort: f.webhookPort, WebhookCertDir: f.webhookCertDir, WebhookCertSecret: certSecret,
 		SystemPool:   f.systemPool,
 		ReserveImage: f.reserveImage,
+		Accounting:   f.accounting,
 		Team: team.Options{
 			Chart:                chart,
 			ServerURL:            serverURL,
@@ -169,7 +176,7 @@ func serverURLFunc(text string) (url func(*gpuvcv1.Team, team.ServiceAddress) st
 		return nil, false, fmt.Errorf("--team-server-url %q is not a valid template: %w", text, err)
 	}
 	data := func(t *gpuvcv1.Team, svc team.ServiceAddress) map[string]any {
-		return map[string]any{"Team": t.Name, "Namespace": gpuvcv1.HostNamespace(t.Name), "Release": team.ReleaseName(t),
+		return map[string]any{"Team": t.Name, "Namespace": gpuvcv1.HostNamespace(t.Name), "Release": gpuvcv1.ReleaseName(t),
 			"ServiceIP": svc.ClusterIP, "NodePort": svc.NodePort}
 	}
 	// Two probes with different Service addresses tell whether the template uses them.

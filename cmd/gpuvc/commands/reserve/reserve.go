@@ -18,7 +18,8 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
-	"github.com/gpuvc/gpuvc/syncer/reserve"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/syncer/share/reserve"
 )
 
 type flags struct {
@@ -44,7 +45,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), streams, globals, f) },
 	}
 	fs := cmd.Flags()
-	fs.BoolVar(&f.simulate, "simulate", false, "no NVML: take the GPU UUID from $"+reserve.VisibleDevicesEnv+" (simulated nodes running the gpuvc device plugin)")
+	fs.BoolVar(&f.simulate, "simulate", false, "no NVML: take the GPU UUID from $"+contract.EnvVisibleDevices+" (simulated nodes running the gpuvc device plugin)")
 	fs.StringVar(&f.podName, "pod-name", os.Getenv(reserve.PodNameEnv), "this pod's name (default $"+reserve.PodNameEnv+", downward API metadata.name)")
 	fs.StringVar(&f.podNamespace, "pod-namespace", os.Getenv(reserve.PodNamespaceEnv), "this pod's namespace (default $"+reserve.PodNamespaceEnv+", downward API metadata.namespace)")
 	return cmd
@@ -57,12 +58,12 @@ func run(ctx context.Context, streams cli.Streams, globals *cli.Globals, f *flag
 	uuid := func() (string, error) {
 		u, err := reserve.DetectUUID(nvml.New(), os.LookupEnv)
 		if errors.Is(err, inventory.ErrNoDriver) {
-			err = fmt.Errorf("%w, and %s names no simulated GPU; on a simulated node run `gpuvc reserve --simulate`", err, reserve.VisibleDevicesEnv)
+			err = fmt.Errorf("%w, and %s names no simulated GPU; on a simulated node run `gpuvc reserve --simulate`", err, contract.EnvVisibleDevices)
 		}
 		return u, err
 	}
 	if f.simulate {
-		uuid = func() (string, error) { return reserve.VisibleDevicesUUID(os.LookupEnv(reserve.VisibleDevicesEnv)) }
+		uuid = func() (string, error) { return reserve.VisibleDevicesUUID(os.LookupEnv(contract.EnvVisibleDevices)) }
 	}
 	// Find the GPU before anything else: a local problem is the likelier one.
 	id, err := uuid()

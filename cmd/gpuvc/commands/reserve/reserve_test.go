@@ -11,7 +11,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
-	"github.com/gpuvc/gpuvc/syncer/reserve"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/syncer/share/reserve"
 )
 
 func offlineKubeconfig(t *testing.T) *cli.Globals {
@@ -59,18 +60,18 @@ func TestReserveErrors(t *testing.T) {
 			want: []string{"POD_NAME", "POD_NAMESPACE", "downward API"}},
 		"simulate without env": {env: map[string]string{reserve.PodNameEnv: "p", reserve.PodNamespaceEnv: "ns"},
 			args: []string{"--simulate"}, want: []string{"NVIDIA_VISIBLE_DEVICES is not set"}},
-		"simulate with two GPUs": {env: map[string]string{reserve.PodNameEnv: "p", reserve.PodNamespaceEnv: "ns", reserve.VisibleDevicesEnv: "GPU-a,GPU-b"},
+		"simulate with two GPUs": {env: map[string]string{reserve.PodNameEnv: "p", reserve.PodNamespaceEnv: "ns", contract.EnvVisibleDevices: "GPU-a,GPU-b"},
 			args: []string{"--simulate"}, want: []string{"names 2 GPUs", "exactly one"}},
-		"simulate with all": {env: map[string]string{reserve.PodNameEnv: "p", reserve.PodNamespaceEnv: "ns", reserve.VisibleDevicesEnv: "all"},
+		"simulate with all": {env: map[string]string{reserve.PodNameEnv: "p", reserve.PodNamespaceEnv: "ns", contract.EnvVisibleDevices: "all"},
 			args: []string{"--simulate"}, want: []string{"NVIDIA_VISIBLE_DEVICES=all"}},
 		"flags override env": {env: map[string]string{reserve.PodNameEnv: "", reserve.PodNamespaceEnv: ""},
 			args: []string{"--simulate", "--pod-name=p", "--pod-namespace=ns"}, want: []string{"NVIDIA_VISIBLE_DEVICES is not set"}},
-		"API server down": {env: map[string]string{reserve.PodNameEnv: "p", reserve.PodNamespaceEnv: "ns", reserve.VisibleDevicesEnv: "GPU-sim-1"},
+		"API server down": {env: map[string]string{reserve.PodNameEnv: "p", reserve.PodNamespaceEnv: "ns", contract.EnvVisibleDevices: "GPU-sim-1"},
 			args: []string{"--simulate"}, want: []string{"reading pod ns/p", "127.0.0.1:1"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			unsetenv(t, reserve.VisibleDevicesEnv)
+			unsetenv(t, contract.EnvVisibleDevices)
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
@@ -96,7 +97,7 @@ func TestReserveNoDriver(t *testing.T) {
 	}
 	t.Setenv(reserve.PodNameEnv, "p")
 	t.Setenv(reserve.PodNamespaceEnv, "ns")
-	unsetenv(t, reserve.VisibleDevicesEnv)
+	unsetenv(t, contract.EnvVisibleDevices)
 	err := execute(t)
 	if err == nil {
 		t.Fatal("command succeeded without a driver")
@@ -109,7 +110,7 @@ func TestReserveNoDriver(t *testing.T) {
 
 	// A simulated GPU from the gpuvc device plugin is accepted without
 	// --simulate: the command gets as far as reading its pod.
-	t.Setenv(reserve.VisibleDevicesEnv, "GPU-sim-1")
+	t.Setenv(contract.EnvVisibleDevices, "GPU-sim-1")
 	err = execute(t)
 	if err == nil || !strings.Contains(err.Error(), "reading pod ns/p") {
 		t.Errorf("error = %v, want it to reach the API server", err)
@@ -122,7 +123,7 @@ func TestReserveLocalErrorsFirst(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	t.Setenv(reserve.PodNameEnv, "p")
 	t.Setenv(reserve.PodNamespaceEnv, "ns")
-	t.Setenv(reserve.VisibleDevicesEnv, "void")
+	t.Setenv(contract.EnvVisibleDevices, "void")
 	cmd := NewCommand(cli.Streams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, &cli.Globals{})
 	cmd.SetArgs([]string{"--simulate"})
 	err := cmd.ExecuteContext(context.Background())

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
-	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 
 type createFlags struct {
@@ -29,7 +28,7 @@ type createFlags struct {
 	noDefaultDeny        bool
 	egress               []string
 	vclusterVersion      string
-	dryRun               string
+	dryRun               dryRunFlag
 	out                  *cli.Output
 	waitFlags
 }
@@ -43,7 +42,7 @@ func newCreateCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command 
 			"  gpuvc team create research --pool a100 --mig 3g.40gb=2 --whole-gpu-as 3g.40gb --dry-run=client > research.yaml",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.validateDryRun(); err != nil {
+			if err := f.dryRun.validate(); err != nil {
 				return err
 			}
 			t, err := f.team(args[0], cmd)
@@ -56,7 +55,7 @@ func newCreateCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command 
 			if err := f.out.Validate(); err != nil {
 				return err
 			}
-			if f.dryRun == dryRunClient {
+			if f.dryRun.mode == dryRunClient {
 				_, err := f.out.PrintStructured(streams.Out, t)
 				return err
 			}
@@ -64,17 +63,13 @@ func newCreateCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command 
 			if err != nil {
 				return err
 			}
-			var opts []teamctl.WriteOption
-			if f.dryRun == dryRunServer {
-				opts = append(opts, teamctl.DryRun)
-			}
-			if err := c.Create(cmd.Context(), t, opts...); err != nil {
+			if err := c.Create(cmd.Context(), t, f.dryRun.options()...); err != nil {
 				return err
 			}
 			for _, w := range c.PoolWarnings(cmd.Context(), t) {
 				fmt.Fprintf(streams.ErrOut, "warning: team %s: %s\n", t.Name, w)
 			}
-			if f.dryRun == dryRunServer {
+			if f.dryRun.mode == dryRunServer {
 				_, err := f.out.PrintStructured(streams.Out, forOutput(t))
 				return err
 			}
@@ -103,28 +98,11 @@ func newCreateCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command 
 	fs.BoolVar(&f.noDefaultDeny, "no-default-deny", false, "do not isolate the team's pods with a default-deny NetworkPolicy")
 	fs.StringArrayVar(&f.egress, "allow-egress", nil, "CIDR the team's pods may reach (repeatable)")
 	fs.StringVar(&f.vclusterVersion, "vcluster-version", "", "vCluster chart version (default: the manager's)")
-	fs.StringVar(&f.dryRun, "dry-run", dryRunNone, "check the Team without creating it and print it (see -o): server (the default of a bare --dry-run) asks the\n"+
-		"API server, which applies every rule and default; client checks the same rules here, with no cluster needed")
-	fs.Lookup("dry-run").NoOptDefVal = dryRunServer
+	f.dryRun.add(cmd, "check the Team without creating it and print it (see -o)")
 	f.out.AddFlag(fs)
 	f.waitFlags.add(cmd, "the team is Ready")
 	_ = cmd.MarkFlagRequired("pool")
 	return cmd
-}
-
-// Values of --dry-run.
-const (
-	dryRunNone   = "none"
-	dryRunClient = "client"
-	dryRunServer = "server"
-)
-
-func (f *createFlags) validateDryRun() error {
-	switch f.dryRun {
-	case dryRunNone, dryRunClient, dryRunServer:
-		return nil
-	}
-	return fmt.Errorf("--dry-run %q is not supported: use --dry-run (the API server checks it), --dry-run=client (checked here) or leave it out", f.dryRun)
 }
 
 // forOutput is a Team as a user would write it: what the server stored, without

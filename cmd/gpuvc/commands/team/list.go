@@ -35,7 +35,7 @@ func newListCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if done, err := out.PrintStructured(streams.Out, list); done {
+			if done, err := out.PrintStructured(streams.Out, printableList(list)); done {
 				return err
 			}
 			if len(list.Items) == 0 {
@@ -45,7 +45,7 @@ func newListCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			return printTable(streams.Out, list.Items, out.Format == "wide", time.Now())
 		},
 	}
-	out.AddFlag(cmd.Flags())
+	out.AddTo(cmd)
 	return cmd
 }
 

@@ -42,7 +42,12 @@ type result struct {
 func gpuvc(t *testing.T, args ...string) result {
 	t.Helper()
 	if host != nil {
-		args = append([]string{"--kubeconfig", host.Kubeconfig}, args...)
+		global := []string{"--kubeconfig", host.Kubeconfig}
+		if len(args) > 0 && args[0] == "__complete" { // a shell passes what was typed after it
+			global = append([]string{"__complete"}, global...)
+			args = args[1:]
+		}
+		args = append(global, args...)
 	}
 	return gpuvcAlone(t, args...)
 }

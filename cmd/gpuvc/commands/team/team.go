@@ -21,12 +21,13 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 		Short:   "Create, change, list and delete team clusters on the host",
 	}
 	cmd.AddCommand(
-		newCreateCommand(streams, globals),
+		withPoolCompletion(newCreateCommand(streams, globals), globals),
 		newApplyCommand(streams, globals),
 		newListCommand(streams, globals),
 		newGetCommand(streams, globals),
-		newDeleteCommand(streams, globals),
-		newKubeconfigCommand(streams, globals),
+		withTeamNames(newDeleteCommand(streams, globals), globals, 0),
+		withTeamNames(newKubeconfigCommand(streams, globals), globals, 1),
+		newUsageCommand(streams, globals),
 	)
 	return cmd
 }

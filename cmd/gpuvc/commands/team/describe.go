@@ -1,0 +1,174 @@
+package team
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+)
+
+// describe prints a team for a platform engineer: what was decided, what is used,
+// what the manager reports and how to reach the team, conditions last as kubectl
+// describe does.
+func describe(w io.Writer, t *gpuvcv1.Team, now time.Time) {
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "%-12s %s\n", label+":", fmt.Sprintf(format, args...))
+	}
+	line("Name", "%s", t.Name)
+	line("Pool", "%s", t.Spec.Pool)
+	line("Namespace", "%s", orDash(t.Status.Namespace))
+	line("Ready", "%s", readyLine(t))
+	line("Age", "%s", age(t.CreationTimestamp, now))
+	line("Members", "%s", strings.ReplaceAll(membersColumn(t), ",", ", "))
+	fmt.Fprintln(w, "Quota:")
+	q := t.Spec.Quota
+	line("  GPUs", "%s", gpuQuotaLine(t))
+	line("  MIG", "%s", migQuotaLine(t))
+	line("  CPU", "%s", quantityLine(q.CPU))
+	line("  Memory", "%s", quantityLine(q.Memory))
+	line("  Storage", "%s", quantityLine(q.Storage))
+	if q.Pods != nil {
+		line("  Pods", "%d", *q.Pods)
+	} else {
+		line("  Pods", "not limited")
+	}
+	if t.Spec.MaxGPUsPerPod != nil {
+		line("  Per pod", "at most %d GPUs", *t.Spec.MaxGPUsPerPod)
+	} else {
+		line("  Per pod", "not limited")
+	}
+	line("Sharing", "%s", sharingLine(t.Spec.GPUSharing))
+	if g := gpuTimeLine(t.Status.GPUSeconds); g != "" {
+		line("GPU time", "%s", g)
+	}
+	line("PodSecurity", "%s", podSecurityLine(t.Spec.PodSecurity))
+	line("Network", "%s", networkLine(t.Spec.Network))
+	line("Kubeconfig", "%s", kubeconfigLine(t))
+	fmt.Fprintln(w, "Conditions:")
+	if len(t.Status.Conditions) == 0 {
+		fmt.Fprintln(w, "  (none yet: is the gpuvc manager running?)")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
+	for _, c := range t.Status.Conditions {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, age(c.LastTransitionTime, now), c.Message)
+	}
+	_ = tw.Flush()
+}
+
+// readyLine is the Ready status with why not, what a deletion waits for, and
+// whether it describes an older spec.
+func readyLine(t *gpuvcv1.Team) string {
+	var why []string
+	if r := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionReady); r != nil && r.Status != metav1.ConditionTrue {
+		if !t.DeletionTimestamp.IsZero() && (r.Reason == gpuvcv1.ReasonDeleting || r.Reason == gpuvcv1.ReasonUninstallFailed) {
+			why = append(why, r.Reason+": "+r.Message)
+		} else {
+			why = append(why, r.Reason)
+		}
+	}
+	if t.Status.ObservedGeneration != 0 && t.Status.ObservedGeneration != t.Generation {
+		why = append(why, fmt.Sprintf("for spec generation %d; the manager has not yet acted on generation %d", t.Status.ObservedGeneration, t.Generation))
+	}
+	if len(why) == 0 {
+		return readyColumn(t)
+	}
+	return readyColumn(t) + " (" + strings.Join(why, "; ") + ")"
+}
+
+func age(ts metav1.Time, now time.Time) string {
+	if ts.IsZero() {
+		return "-"
+	}
+	return duration.HumanDuration(now.Sub(ts.Time))
+}
+
+func gpuQuotaLine(t *gpuvcv1.Team) string {
+	if t.Spec.Quota.GPUs == nil {
+		return "not limited"
+	}
+	return gpuColumn(t) + " (used/quota)"
+}
+
+func migQuotaLine(t *gpuvcv1.Team) string {
+	if len(t.Spec.Quota.MIG) == 0 {
+		return "none"
+	}
+	return strings.ReplaceAll(migColumn(t), ",", ", ") + " (used/quota)"
+}
+
+func quantityLine(q *resource.Quantity) string {
+	if q == nil {
+		return "not limited"
+	}
+	return q.String()
+}
+
+func sharingLine(s *gpuvcv1.GPUSharing) string {
+	if s == nil {
+		return "off: pods get whole GPUs"
+	}
+	var parts []string
+	if s.Fractions {
+		parts = append(parts, fmt.Sprintf("fractional GPUs, at most %d pods per shared GPU", s.MaxPodsPerSharedGPU))
+	} else {
+		parts = append(parts, "no fractional GPUs")
+	}
+	if s.WholeGPUAs != "" {
+		parts = append(parts, "plain GPU requests get a "+s.WholeGPUAs+" MIG slice")
+	} else {
+		parts = append(parts, "plain GPU requests get whole GPUs")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func podSecurityLine(level string) string {
+	if level == "" {
+		return "baseline (default)"
+	}
+	return level
+}
+
+func networkLine(n *gpuvcv1.Network) string {
+	deny, egress := true, []string(nil)
+	if n != nil {
+		if n.DefaultDeny != nil {
+			deny = *n.DefaultDeny
+		}
+		egress = n.AllowedEgressCIDRs
+	}
+	s := "default deny (only the team's own pods and DNS)"
+	if !deny {
+		s = "open (no default deny)"
+	}
+	if len(egress) > 0 {
+		s += "; extra egress to " + strings.Join(egress, ", ")
+	}
+	return s
+}
+
+// kubeconfigLine says how to get the team's kubeconfig, or why it cannot be had yet.
+func kubeconfigLine(t *gpuvcv1.Team) string {
+	k := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionKubeconfigReady)
+	switch {
+	case k != nil && k.Status == metav1.ConditionTrue:
+		s := fmt.Sprintf("gpuvc team kubeconfig %s -f %s.kubeconfig", t.Name, t.Name)
+		if t.Status.KubeconfigSecret != "" {
+			s = fmt.Sprintf("secret %s/%s; save it with: %s", t.Status.Namespace, t.Status.KubeconfigSecret, s)
+		}
+		return s
+	case k != nil:
+		return fmt.Sprintf("not yet (%s: %s)", k.Reason, k.Message)
+	default:
+		return "not yet (the manager has not reported it; is it running?)"
+	}
+}

@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	gpushare "github.com/gpuvc/gpuvc/gpu/share"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+)
+
+// UngateLatency measures create → gate removed (seen by a watch) for one 0.1
+// pod at a time, with up to five others alive: the steady state of a team
+// whose reservation has room (the first pod also waits for a reservation).
+// It reports p50-ms and p99-ms.
+func UngateLatency(ctx context.Context, b *testing.B, tm Team) {
+	u := tm.WatchUngates(ctx, b)
+	defer u.Stop()
+	var lat []time.Duration
+	var live []string
+	b.ResetTimer()
+	for i := range b.N {
+		name := fmt.Sprintf("l-%d", i)
+		start := time.Now()
+		tm.CreateShare(ctx, b, name, "0.1")
+		lat = append(lat, u.Wait(ctx, b, name).Sub(start))
+		if live = append(live, name); len(live) > 5 {
+			tm.DeletePod(ctx, b, live[0])
+			live = live[1:]
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(Percentile(lat, 0.5), "p50-ms")
+	b.ReportMetric(Percentile(lat, 0.99), "p99-ms")
+	tm.Clean(b)
+}
+
+// Burst creates a burst of share pods at once (8 creators in parallel, seeded
+// fractions 0.05–0.4 summing to at most 7 GPUs: the team's quota must allow 8)
+// and measures until every gate is gone: pods served per second, latency
+// percentiles, and reservations held against their lower bound ceil(Σ
+// fractions). After each burst the invariants are checked and the team cleaned.
+func Burst(ctx context.Context, b *testing.B, tm Team) {
+	u := tm.WatchUngates(ctx, b)
+	defer u.Stop()
+	fractions := []string{"0.05", "0.1", "0.15", "0.2", "0.25", "0.3", "0.4"}
+	rng := rand.New(rand.NewPCG(7, 7))
+	var lat []time.Duration
+	var podsPerSec, held, bound []float64
+	b.ResetTimer()
+	for i := range b.N {
+		burst, frac, sum := plan(rng, fractions, i)
+		start := time.Now()
+		created := make([]time.Time, len(burst))
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				for j := w; j < len(burst); j += 8 {
+					created[j] = time.Now()
+					tm.CreateShare(ctx, b, burst[j], frac[burst[j]])
+				}
+			})
+		}
+		wg.Wait()
+		b.Logf("burst %d: %d pods created in %v", i, len(burst), time.Since(start).Round(time.Millisecond))
+		last := start
+		for j, name := range burst {
+			t := u.Wait(ctx, b, name)
+			lat = append(lat, t.Sub(created[j]))
+			if t.After(last) {
+				last = t
+			}
+		}
+		b.StopTimer()
+		units := 0
+		for _, p := range tm.SharePods(ctx, b) {
+			n, _ := strconv.Atoi(p.Annotations[contract.AnnotationShareUnits])
+			units += n
+		}
+		podsPerSec = append(podsPerSec, float64(len(burst))/last.Sub(start).Seconds())
+		held = append(held, float64(len(tm.Reservations(ctx, b))))
+		bound = append(bound, float64(gpushare.LowerBound(units)))
+		b.Logf("burst %d: %d pods (Σ %.2f GPU) served in %v; %v reservations, lower bound %v",
+			i, len(burst), sum, last.Sub(start).Round(time.Millisecond), held[i], bound[i])
+		tm.CheckInvariants(ctx, b)
+		tm.Clean(b)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(Percentile(lat, 0.5), "p50-ms")
+	b.ReportMetric(Percentile(lat, 0.99), "p99-ms")
+	b.ReportMetric(Mean(podsPerSec), "pods/s")
+	b.ReportMetric(Mean(held), "reservations")
+	b.ReportMetric(Mean(bound), "lower-bound")
+	b.ReportMetric(Mean(held)/Mean(bound), "reservations/bound")
+}
+
+// plan draws burst i: pod names and fractions until Σ would exceed 7 GPUs.
+func plan(rng *rand.Rand, fractions []string, i int) (names []string, frac map[string]string, sum float64) {
+	frac = map[string]string{}
+	for {
+		f := fractions[rng.IntN(len(fractions))]
+		v, _ := strconv.ParseFloat(f, 64)
+		if sum+v > 7 {
+			return names, frac, sum
+		}
+		name := fmt.Sprintf("b%d-%d", i, len(names))
+		names, frac[name], sum = append(names, name), f, sum+v
+	}
+}

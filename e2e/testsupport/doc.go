@@ -1,0 +1,6 @@
+// Package testsupport is the root of what gpuvc's tests share: deadline-bounded
+// waits (poll), object builders (testobj), acting as a component's
+// ServiceAccount (identity), vCluster's pod syncer in-process (vcsync) and the
+// load harness with its benchmarks (bench). Only tests import these packages;
+// TestProductLinksNoTestSupport keeps the shipped binary free of them.
+package testsupport

@@ -1,0 +1,23 @@
+package contract
+
+// Extended resources the NVIDIA device plugin advertises.
+const (
+	// NVIDIAPrefix starts every NVIDIA resource name and GPU Feature Discovery label.
+	NVIDIAPrefix = "nvidia.com/"
+	ResourceGPU  = "nvidia.com/gpu"
+	// ResourceMIGPrefix starts the MIG resources of the "mixed" strategy,
+	// nvidia.com/mig-<profile> (gpu/mig.ResourceName builds them).
+	ResourceMIGPrefix = "nvidia.com/mig-"
+)
+
+// Node labels of GPU Feature Discovery that gpuvc reads or simulates.
+const (
+	LabelGPUPresent  = "nvidia.com/gpu.present"
+	LabelGPUProduct  = "nvidia.com/gpu.product"
+	LabelGPUCount    = "nvidia.com/gpu.count"
+	LabelGPUMemory   = "nvidia.com/gpu.memory" // MiB of one GPU
+	LabelMIGCapable  = "nvidia.com/mig.capable"
+	LabelMIGStrategy = "nvidia.com/mig.strategy"
+	// LabelGFDTimestamp is stamped by GFD on every labelling pass.
+	LabelGFDTimestamp = "nvidia.com/gfd.timestamp"
+)

@@ -1,0 +1,69 @@
+package teampolicy
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/syncer"
+)
+
+// Policy is what Team t allows its pods, as both fences judge them: the webhook
+// (through Source) and the CEL policy (through the parameters the reconciler
+// writes). product and memMiB describe the GPUs of the team's pool (PoolGPU).
+func Policy(t *gpuvcv1.Team, product string, memMiB int64, systemPool string) *syncer.TeamPolicy {
+	p := &syncer.TeamPolicy{
+		Team:             t.Name,
+		Namespace:        gpuvcv1.HostNamespace(t.Name),
+		Pool:             t.Spec.Pool,
+		PoolGPUProduct:   product,
+		PoolGPUMemoryMiB: memMiB,
+		SystemPool:       systemPool,
+		MaxGPUsPerPod:    t.EffectiveMaxGPUsPerPod(),
+		VClusterName:     gpuvcv1.ReleaseName(t),
+	}
+	for profile := range t.Spec.Quota.MIG {
+		p.AllowedMIGProfiles = append(p.AllowedMIGProfiles, profile)
+	}
+	sort.Strings(p.AllowedMIGProfiles)
+	if g := t.Spec.GPUSharing; g != nil {
+		p.FractionsEnabled = g.Fractions
+		p.WholeGPUAs = g.WholeGPUAs
+	}
+	return p
+}
+
+// PoolGPU reads the GPU product and memory of a pool from its nodes' GFD labels;
+// when nodes differ, the most common product wins (ties: alphabetical), so MIG
+// mapping targets what most of the pool offers.
+func PoolGPU(ctx context.Context, reader client.Reader, pool string) (string, int64, error) {
+	nodes := &corev1.NodeList{}
+	if err := reader.List(ctx, nodes, client.MatchingLabels{contract.LabelPool: pool}); err != nil {
+		return "", 0, fmt.Errorf("listing nodes of pool %s: %w", pool, err)
+	}
+	count := map[string]int{}
+	memory := map[string]int64{}
+	for _, n := range nodes.Items {
+		product := n.Labels[contract.LabelGPUProduct]
+		if product == "" {
+			continue
+		}
+		count[product]++
+		if m, err := strconv.ParseInt(n.Labels[contract.LabelGPUMemory], 10, 64); err == nil && m > memory[product] {
+			memory[product] = m
+		}
+	}
+	best := ""
+	for product, c := range count {
+		if best == "" || c > count[best] || (c == count[best] && product < best) {
+			best = product
+		}
+	}
+	return best, memory[best], nil
+}
