@@ -47,12 +47,15 @@ e2e: binaries ## End-to-end suites (local control plane; kind when a Docker engi
 bench: binaries ## Benchmarks: latency percentiles, throughput, GPUs held vs lower bound, RSS
 	$(GO) test -run '^$$' -bench . -benchmem -timeout $(TEST_TIMEOUT) ./...
 
-trial: build ## Try gpuvc on kind: simulated GPU nodes, gpuvc installed, two teams running GPU pods (needs a Docker engine; docs/trial.md)
-	@bin/gpuvc dev trial check
-	$(MAKE) --no-print-directory image
-	bin/gpuvc dev trial up --image $(IMAGE)
+trial: build ## Try gpuvc: gpuvc installed, two teams running GPU pods in their own clusters; without Docker (as root) on a local control plane with a real node, left running; kind where a Docker engine answers (docs/trial.md)
+	@backend=$$(bin/gpuvc dev trial check) || exit $$?; \
+	if [ "$$backend" = kind ]; then \
+		$(MAKE) --no-print-directory image && bin/gpuvc dev trial up --image $(IMAGE); \
+	else \
+		$(MAKE) --no-print-directory binaries && bin/gpuvc dev trial up --local; \
+	fi
 
-trial-down: build ## Delete the kind trial cluster (succeeds if there is none)
+trial-down: build ## Remove the trial: local cluster and real node (nothing left behind) or kind cluster (succeeds if there is none)
 	bin/gpuvc dev trial down
 
 lint: ## gofmt and go vet
@@ -68,8 +71,8 @@ generate: ## Regenerate deepcopy code and the Team CRD from the Go types
 verify-generated: generate ## Fail if generated files differ from what is committed
 	@git diff --exit-code -- manager/api charts/gpuvc/crds || { echo "generated files are stale: run make generate and commit"; exit 1; }
 
-binaries: ## Build (once) and cache etcd, Kubernetes, kwok, the real node (kubelet, kube-proxy, containerd, kube-router) and the vCluster image binaries (vcluster, kine, CoreDNS)
-	$(GO) run ./e2e/localcp/cmd/build-binaries >/dev/null
+binaries: ## Build (once; ~16 min cold on 2 cores, one progress line per tool) and cache etcd, Kubernetes, kwok, the real node (kubelet, kube-proxy, containerd, kube-router) and the vCluster image binaries (vcluster, kine, CoreDNS)
+	$(GO) run ./e2e/localcp/cmd/build-binaries
 
 clean: ## Remove build outputs and stop a developer control plane
 	-$(GO) run ./cmd/gpuvc dev cluster down

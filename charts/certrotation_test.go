@@ -26,8 +26,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
 )
 
@@ -92,7 +92,7 @@ func checkSelfManagedCerts(ctx context.Context, t *testing.T) *corev1.Secret {
 	t.Helper()
 	sa := saConfig(ctx, t, ManagerServiceAccount, nil)
 	dir := t.TempDir()
-	ports, err := localcp.FreePorts(2)
+	ports, err := localcluster.FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,8 +38,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/manager/api/scheme"
@@ -503,7 +503,7 @@ func managerAllowed(ctx context.Context, t *testing.T, r request) bool {
 // the webhook.
 func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 	certDir := t.TempDir()
-	ports, err := localcp.FreePorts(1)
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,7 @@ import (
 	managercmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/manager"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
 )
 
@@ -56,7 +57,7 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(childEnv); spec != "" {
 		os.Exit(runChild(spec))
 	}
-	os.Exit(localcp.RunTests(m, localcp.Options{APIOnly: true}, nil))
+	os.Exit(localcp.RunTests(m, localcluster.Options{APIOnly: true}, nil))
 }
 
 // runChild runs `gpuvc manager` with the spec's flags until SIGTERM.
@@ -222,7 +223,7 @@ func TestCertRotation(t *testing.T) {
 // setupCertTest creates what the chart installs for the manager without
 // cert-manager: the Team CRD, the namespace, the empty Secret and both webhook
 // configurations as rendered (no caBundle).
-func setupCertTest(ctx context.Context, t *testing.T, cp *localcp.ControlPlane) {
+func setupCertTest(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane) {
 	t.Helper()
 	if err := charts.InstallCRDs(ctx, cp.Config); err != nil {
 		t.Fatal(err)
@@ -287,7 +288,7 @@ func chartWebhooks(t *testing.T) (*admissionregistrationv1.MutatingWebhookConfig
 // holdCABundles refuses, with a ValidatingAdmissionPolicy, every update of the
 // gpuvc-syncer configurations until release is called, so the test sees the
 // replicas between "certificate written" and "CA injected".
-func holdCABundles(ctx context.Context, t *testing.T, cp *localcp.ControlPlane) (release func()) {
+func holdCABundles(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane) (release func()) {
 	t.Helper()
 	const name = "test-hold-cabundle"
 	api := cp.Client.AdmissionregistrationV1()
@@ -383,7 +384,7 @@ func checkServingCert(t *testing.T, sec *corev1.Secret) {
 }
 
 // checkInjected: both configurations' webhooks carry exactly the Secret's CA.
-func checkInjected(ctx context.Context, t *testing.T, cp *localcp.ControlPlane, ca []byte) {
+func checkInjected(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane, ca []byte) {
 	t.Helper()
 	mb, vb := caBundles(ctx, t, cp)
 	if !bytes.Equal(mb, ca) || !bytes.Equal(vb, ca) {
@@ -391,7 +392,7 @@ func checkInjected(ctx context.Context, t *testing.T, cp *localcp.ControlPlane, 
 	}
 }
 
-func caBundles(ctx context.Context, t *testing.T, cp *localcp.ControlPlane) (mutating, validating []byte) {
+func caBundles(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane) (mutating, validating []byte) {
 	t.Helper()
 	api := cp.Client.AdmissionregistrationV1()
 	m, err := api.MutatingWebhookConfigurations().Get(ctx, manager.WebhookConfigName, metav1.GetOptions{})
@@ -415,10 +416,10 @@ type managerProc struct {
 	certDir             string
 }
 
-func startManager(t *testing.T, cp *localcp.ControlPlane, name string) *managerProc {
+func startManager(t *testing.T, cp *localcluster.ControlPlane, name string) *managerProc {
 	t.Helper()
 	dir := t.TempDir()
-	ports, err := localcp.FreePorts(2)
+	ports, err := localcluster.FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,9 @@ import (
 	"testing"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{}, nil))
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, nil))
 }

@@ -15,25 +15,9 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
-)
 
-// Versions of the components the local control plane runs.
-const (
-	KubernetesVersion = "v1.36.3"
-	EtcdVersion       = "v3.6.16"
-	KwokVersion       = "v0.8.0"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 )
-
-// Binaries are the paths of the executables a control plane is made of.
-type Binaries struct {
-	Etcd              string
-	APIServer         string
-	ControllerManager string
-	Scheduler         string
-	Kubectl           string
-	Kwok              string
-}
 
 // toolBuild describes how one wrapper module under tools/ is built.
 type toolBuild struct {
@@ -59,13 +43,13 @@ func toolBuilds() []toolBuild {
 	return []toolBuild{
 		{
 			name:     "etcd",
-			version:  EtcdVersion,
+			version:  localcluster.EtcdVersion,
 			packages: []string{"go.etcd.io/etcd/server/v3"},
 			ldflags:  "-s -w",
 		},
 		{
 			name:    "kubernetes",
-			version: KubernetesVersion,
+			version: localcluster.KubernetesVersion,
 			packages: []string{
 				"k8s.io/kubernetes/cmd/kube-apiserver",
 				"k8s.io/kubernetes/cmd/kube-controller-manager",
@@ -76,7 +60,7 @@ func toolBuilds() []toolBuild {
 		},
 		{
 			name:     "kwok",
-			version:  KwokVersion,
+			version:  localcluster.KwokVersion,
 			packages: []string{"sigs.k8s.io/kwok/cmd/kwok"},
 			ldflags:  "-s -w",
 		},
@@ -86,30 +70,14 @@ func toolBuilds() []toolBuild {
 // kubernetesLDFlags stamp the Kubernetes version into its binaries. Without it the
 // server reports v0.0.0 and version-gated clients misbehave.
 func kubernetesLDFlags() string {
-	k8sVersion := strings.TrimPrefix(KubernetesVersion, "v")
+	k8sVersion := strings.TrimPrefix(localcluster.KubernetesVersion, "v")
 	major, minor, _ := strings.Cut(k8sVersion, ".")
 	minor, _, _ = strings.Cut(minor, ".")
 	return "-s -w" +
-		" -X k8s.io/component-base/version.gitVersion=" + KubernetesVersion +
+		" -X k8s.io/component-base/version.gitVersion=" + localcluster.KubernetesVersion +
 		" -X k8s.io/component-base/version.gitMajor=" + major +
 		" -X k8s.io/component-base/version.gitMinor=" + minor +
 		" -X k8s.io/component-base/version.gitTreeState=clean"
-}
-
-// CacheDir is where built binaries are kept: $GPUVC_CACHE_DIR, else
-// $XDG_CACHE_HOME/gpuvc, else ~/.cache/gpuvc.
-func CacheDir() string {
-	if d := os.Getenv("GPUVC_CACHE_DIR"); d != "" {
-		return d
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "gpuvc")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "gpuvc-cache")
-	}
-	return filepath.Join(home, ".cache", "gpuvc")
 }
 
 // ToolsDir is the folder holding the wrapper modules (tools/<name>/go.mod). It is
@@ -124,14 +92,17 @@ func ToolsDir() string {
 }
 
 // EnsureBinaries returns the control-plane binaries, building any that are not
-// cached yet. Builds are serialised by a file lock so parallel test packages build
+// cached yet, and lists them (and kwok's stage documents) in the manifest. Builds are serialised by a file lock so parallel test packages build
 // once; a cache hit only stats files. Build output goes to log.
-func EnsureBinaries(ctx context.Context, log io.Writer) (*Binaries, error) {
-	dirs, err := ensureTools(ctx, toolBuilds(), log)
+func EnsureBinaries(ctx context.Context, log io.Writer) (*localcluster.Binaries, error) {
+	dirs, err := ensureTools(ctx, toolBuilds(), newProgress(log, len(toolBuilds())))
 	if err != nil {
 		return nil, err
 	}
-	return &Binaries{
+	if err := recordKwokStages(); err != nil {
+		return nil, err
+	}
+	return &localcluster.Binaries{
 		Etcd:              filepath.Join(dirs["etcd"], exeName("go.etcd.io/etcd/server/v3")),
 		APIServer:         filepath.Join(dirs["kubernetes"], "kube-apiserver"),
 		ControllerManager: filepath.Join(dirs["kubernetes"], "kube-controller-manager"),
@@ -175,17 +146,19 @@ func goBuildArgs(tb toolBuild, dir string) []string {
 }
 
 // ensureTool returns the cache folder holding tb's binaries, building them first
-// unless they are cached.
-func ensureTool(ctx context.Context, tb toolBuild, log io.Writer) (string, error) {
+// unless they are cached, and records them in the manifest. pr numbers the line
+// it prints.
+func ensureTool(ctx context.Context, tb toolBuild, pr *progress) (string, error) {
 	modDir := filepath.Join(ToolsDir(), tb.moduleDir())
 	key, err := cacheKey(tb, modDir)
 	if err != nil {
 		return "", err
 	}
-	binDir := filepath.Join(CacheDir(), "bin")
+	binDir := filepath.Join(localcluster.CacheDir(), "bin")
 	dest := filepath.Join(binDir, key)
 	if complete(dest, tb) {
-		return dest, nil
+		pr.cached(tb)
+		return dest, record(tb, dest)
 	}
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return "", err
@@ -196,30 +169,47 @@ func ensureTool(ctx context.Context, tb toolBuild, log io.Writer) (string, error
 	}
 	defer unlock()
 	if complete(dest, tb) { // another process built it while we waited
-		return dest, nil
+		pr.cached(tb)
+		return dest, record(tb, dest)
 	}
 	tmp := dest + ".partial"
 	if err := os.RemoveAll(tmp); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(log, "localcp: building %s %s into %s (first run only; minutes)\n", tb.name, tb.version, dest)
 	cmd := exec.CommandContext(ctx, "go", goBuildArgs(tb, tmp)...)
 	cmd.Dir = modDir
-	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Stdout, cmd.Stderr = pr.log, pr.log
 	// Later entries win: tb.env overrides the caller's environment.
 	cmd.Env = append(append(os.Environ(), "GOFLAGS=-buildvcs=false", "GOWORK=off"), tb.env...)
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	stop := pr.building(tb, dest)
+	err = cmd.Run()
+	stop()
+	if err != nil {
 		return "", fmt.Errorf("building %s %s in %s: %w", tb.name, tb.version, modDir, err)
 	}
-	fmt.Fprintf(log, "localcp: built %s %s in %s%s\n", tb.name, tb.version, time.Since(start).Round(time.Second), peakRSS(cmd.ProcessState))
+	pr.built(tb, peakRSS(cmd.ProcessState))
 	if err := os.RemoveAll(dest); err != nil {
 		return "", err
 	}
 	if err := os.Rename(tmp, dest); err != nil {
 		return "", err
 	}
-	return dest, nil
+	return dest, record(tb, dest)
+}
+
+// record lists tb's binaries in the manifest the product reads
+// (localcluster.Manifest): a build of one package under its build's name (etcd's
+// binary is called "server"), others under their executable names.
+func record(tb toolBuild, dir string) error {
+	tools := map[string]localcluster.Tool{}
+	for _, p := range tb.packages {
+		name := exeName(p)
+		if len(tb.packages) == 1 {
+			name = tb.name
+		}
+		tools[name] = localcluster.Tool{Path: filepath.Join(dir, exeName(p)), Version: tb.version}
+	}
+	return localcluster.Record(tools, nil)
 }
 
 func complete(dir string, tb toolBuild) bool {

@@ -1,8 +1,7 @@
-// Package localcp runs a real Kubernetes control plane as local processes — etcd,
-// kube-apiserver, kube-controller-manager, kube-scheduler — plus kwok, which turns
-// fake Nodes carrying GPU capacity into Ready nodes and runs the pods bound to them.
-//
-// Tests use it instead of kind on machines without a container engine: the API
-// server, the scheduler, quota admission and every controller are the real
-// binaries, built once from Go modules and cached outside the repository.
+// Package localcp is the test harness of the local cluster (kind/localcluster): it
+// builds the binaries from Go modules (wrapper modules under tools/, cached outside
+// the repository, listed in the manifest the product reads), starts one control
+// plane per test package (RunTests, ForTest) and builds what it needs before
+// starting one (Start). Only tests and the builder command import it; the gpuvc
+// binary never does.
 package localcp

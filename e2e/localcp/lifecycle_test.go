@@ -16,12 +16,13 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 )
 
 func TestSecondControlPlaneIsIndependent(t *testing.T) {
 	cp := localcp.ForTest(t)
 	ctx := testContext(t)
-	virtual, err := localcp.Start(ctx, localcp.Options{APIOnly: true})
+	virtual, err := localcp.Start(ctx, localcluster.Options{APIOnly: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, virtual.Stop()) })
 	require.NotEqual(t, cp.Server, virtual.Server)
@@ -38,13 +39,13 @@ func TestSecondControlPlaneIsIndependent(t *testing.T) {
 func TestStopLeavesNoProcessOrFolder(t *testing.T) {
 	localcp.ForTest(t)
 	ctx := testContext(t)
-	cp, err := localcp.Start(ctx, localcp.Options{APIOnly: true})
+	cp, err := localcp.Start(ctx, localcluster.Options{APIOnly: true})
 	require.NoError(t, err)
 	pids := cp.PIDs()
 	require.Len(t, pids, 2)
 	require.NoError(t, cp.Stop())
 	for name, pid := range pids {
-		require.False(t, localcp.Alive(pid), "%s (pid %d) survived Stop", name, pid)
+		require.False(t, localcluster.Alive(pid), "%s (pid %d) survived Stop", name, pid)
 	}
 	_, err = os.Stat(cp.Dir)
 	require.True(t, os.IsNotExist(err), "temporary folder %s left behind", cp.Dir)
@@ -71,7 +72,7 @@ func TestProcessesDieWhenTestPanics(t *testing.T) {
 	require.Len(t, pids, 2)
 	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		for _, pid := range pids {
-			if localcp.Alive(pid) {
+			if localcluster.Alive(pid) {
 				return false, nil
 			}
 		}
@@ -87,7 +88,7 @@ func TestPanicHelper(t *testing.T) {
 	}
 	// The folder sits in the parent test's temporary folder, which the parent removes.
 	dir := filepath.Join(filepath.Dir(pidFile), "cp")
-	cp, err := localcp.Start(context.Background(), localcp.Options{APIOnly: true, Dir: dir})
+	cp, err := localcp.Start(context.Background(), localcluster.Options{APIOnly: true, Dir: dir})
 	require.NoError(t, err)
 	b, _ := json.Marshal(cp.PIDs())
 	require.NoError(t, os.WriteFile(pidFile, b, 0o644))

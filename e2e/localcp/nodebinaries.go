@@ -2,30 +2,12 @@ package localcp
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
+
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 )
-
-// Versions of the components of a real worker node and of vCluster's control-plane
-// images. The wrapper modules under tools/ pin the same versions.
-const (
-	ContainerdVersion = "v2.4.2"
-	KubeRouterVersion = "v2.1.0"
-	VClusterVersion   = "v0.36.1"
-	KineVersion       = "v0.17.5"
-	CoreDNSVersion    = "v1.14.2"
-)
-
-// NodeBinaries are the executables of a real worker node.
-type NodeBinaries struct {
-	Kubelet, KubeProxy, Containerd, ContainerdShim, Ctr, KubeRouter string
-}
-
-// ImageBinaries go into the container images of vCluster's control plane. All are
-// statically linked: the images carry no libc.
-type ImageBinaries struct {
-	VCluster, Kine, CoreDNS string
-}
 
 // nodeBuilds are the builds of a real worker node's binaries, in build order:
 // containerd and kubelet/kube-proxy first, kube-router (NetworkPolicy) last.
@@ -33,13 +15,13 @@ func nodeBuilds() []toolBuild {
 	return []toolBuild{
 		{
 			name:    "containerd",
-			version: ContainerdVersion,
+			version: localcluster.ContainerdVersion,
 			packages: []string{
 				"github.com/containerd/containerd/v2/cmd/containerd",
 				"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
 				"github.com/containerd/containerd/v2/cmd/ctr",
 			},
-			ldflags: "-s -w -X github.com/containerd/containerd/v2/version.Version=" + ContainerdVersion,
+			ldflags: "-s -w -X github.com/containerd/containerd/v2/version.Version=" + localcluster.ContainerdVersion,
 			env:     []string{"CGO_ENABLED=0"},
 			// The snapshotters these leave out need cgo or host libraries; the node
 			// uses overlayfs.
@@ -51,7 +33,7 @@ func nodeBuilds() []toolBuild {
 			// shared Go build cache makes it quick after the control-plane build.
 			name:    "kubernetes-node",
 			module:  "kubernetes",
-			version: KubernetesVersion,
+			version: localcluster.KubernetesVersion,
 			packages: []string{
 				"k8s.io/kubernetes/cmd/kubelet",
 				"k8s.io/kubernetes/cmd/kube-proxy",
@@ -60,9 +42,9 @@ func nodeBuilds() []toolBuild {
 		},
 		{
 			name:     "kube-router",
-			version:  KubeRouterVersion,
+			version:  localcluster.KubeRouterVersion,
 			packages: []string{"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"},
-			ldflags:  "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=" + KubeRouterVersion,
+			ldflags:  "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=" + localcluster.KubeRouterVersion,
 			env:      []string{"CGO_ENABLED=0"},
 		},
 	}
@@ -74,7 +56,7 @@ func imageBuilds() []toolBuild {
 	return []toolBuild{
 		{
 			name:     "vcluster",
-			version:  VClusterVersion,
+			version:  localcluster.VClusterVersion,
 			packages: []string{"github.com/loft-sh/vcluster/cmd/vcluster"},
 			// telemetry.SyncerVersion is left at "dev" on purpose: vCluster then never
 			// tries to send telemetry, whatever the values say (there is no internet).
@@ -89,9 +71,9 @@ func imageBuilds() []toolBuild {
 			// SDK nats-server pulls in) keep dlopen out. The other sqlite_* feature
 			// tags follow kine's own build script.
 			name:     "kine",
-			version:  KineVersion,
+			version:  localcluster.KineVersion,
 			packages: []string{"github.com/k3s-io/kine"},
-			ldflags:  "-s -w -extldflags -static -X github.com/k3s-io/kine/pkg/version.Version=" + KineVersion,
+			ldflags:  "-s -w -extldflags -static -X github.com/k3s-io/kine/pkg/version.Version=" + localcluster.KineVersion,
 			env:      []string{"CGO_ENABLED=1"},
 			tags: []string{
 				"netgo", "osusergo", "sqlite_omit_load_extension", "no_antithesis_sdk",
@@ -101,7 +83,7 @@ func imageBuilds() []toolBuild {
 		},
 		{
 			name:     "coredns",
-			version:  CoreDNSVersion,
+			version:  localcluster.CoreDNSVersion,
 			packages: []string{"github.com/coredns/coredns"},
 			ldflags:  "-s -w",
 			env:      []string{"CGO_ENABLED=0"},
@@ -111,10 +93,10 @@ func imageBuilds() []toolBuild {
 
 // ensureTools builds (unless cached) each of builds in order and returns their cache
 // folders by name.
-func ensureTools(ctx context.Context, builds []toolBuild, log io.Writer) (map[string]string, error) {
+func ensureTools(ctx context.Context, builds []toolBuild, pr *progress) (map[string]string, error) {
 	dirs := map[string]string{}
 	for _, tb := range builds {
-		dir, err := ensureTool(ctx, tb, log)
+		dir, err := ensureTool(ctx, tb, pr)
 		if err != nil {
 			return nil, err
 		}
@@ -127,12 +109,12 @@ func ensureTools(ctx context.Context, builds []toolBuild, log io.Writer) (map[st
 // runc shim and ctr, kubelet, kube-proxy, kube-router), building any that are not
 // cached yet, like EnsureBinaries. runc, the CNI plugins, iptables and ipset come
 // from the host (Debian packages).
-func EnsureNodeBinaries(ctx context.Context, log io.Writer) (*NodeBinaries, error) {
-	dirs, err := ensureTools(ctx, nodeBuilds(), log)
+func EnsureNodeBinaries(ctx context.Context, log io.Writer) (*localcluster.NodeBinaries, error) {
+	dirs, err := ensureTools(ctx, nodeBuilds(), newProgress(log, len(nodeBuilds())))
 	if err != nil {
 		return nil, err
 	}
-	return &NodeBinaries{
+	return &localcluster.NodeBinaries{
 		Kubelet:        filepath.Join(dirs["kubernetes-node"], "kubelet"),
 		KubeProxy:      filepath.Join(dirs["kubernetes-node"], "kube-proxy"),
 		Containerd:     filepath.Join(dirs["containerd"], "containerd"),
@@ -145,14 +127,36 @@ func EnsureNodeBinaries(ctx context.Context, log io.Writer) (*NodeBinaries, erro
 // EnsureImageBinaries returns the static binaries of vCluster's control-plane images
 // (vcluster, kine, coredns), building any that are not cached yet, like
 // EnsureBinaries. The Kubernetes binaries of those images come from EnsureBinaries.
-func EnsureImageBinaries(ctx context.Context, log io.Writer) (*ImageBinaries, error) {
-	dirs, err := ensureTools(ctx, imageBuilds(), log)
+func EnsureImageBinaries(ctx context.Context, log io.Writer) (*localcluster.ImageBinaries, error) {
+	dirs, err := ensureTools(ctx, imageBuilds(), newProgress(log, len(imageBuilds())))
 	if err != nil {
 		return nil, err
 	}
-	return &ImageBinaries{
+	if err := recordImageFiles(ctx); err != nil {
+		return nil, err
+	}
+	return &localcluster.ImageBinaries{
 		VCluster: filepath.Join(dirs["vcluster"], "vcluster"),
 		Kine:     filepath.Join(dirs["kine"], "kine"),
 		CoreDNS:  filepath.Join(dirs["coredns"], "coredns"),
 	}, nil
+}
+
+// EnsureAll builds (unless cached) every binary the local cluster, a real node and
+// vCluster's images run, numbering its progress lines across all of them, and
+// lists them in the manifest the product reads. `make binaries` runs it.
+func EnsureAll(ctx context.Context, log io.Writer) error {
+	all := append(append(toolBuilds(), nodeBuilds()...), imageBuilds()...)
+	pr := newProgress(log, len(all))
+	if _, err := ensureTools(ctx, all, pr); err != nil {
+		return err
+	}
+	if err := recordKwokStages(); err != nil {
+		return err
+	}
+	if err := recordImageFiles(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(pr.log, "binaries: all %d builds ready in %v; listed in %s\n", len(all), pr.elapsed(), localcluster.ManifestPath())
+	return nil
 }

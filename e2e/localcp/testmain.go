@@ -7,14 +7,16 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 )
 
 // shared is the control plane RunTests started for the running test package.
-var shared *ControlPlane
+var shared *localcluster.ControlPlane
 
 // ForTest returns the control plane RunTests started for this test package; the
 // test is skipped under -short, where none runs.
-func ForTest(t testing.TB) *ControlPlane {
+func ForTest(t testing.TB) *localcluster.ControlPlane {
 	t.Helper()
 	if testing.Short() || shared == nil {
 		t.Skip("integration test: needs the local control plane (run without -short)")
@@ -27,7 +29,7 @@ func ForTest(t testing.TB) *ControlPlane {
 // setup on it (install CRDs, start a manager...; nil for none), runs the
 // tests, then the teardown setup returned, then stops the control plane. A
 // component still running after Stop fails the run. It returns the exit code.
-func RunTests(m *testing.M, opts Options, setup func(ctx context.Context, cp *ControlPlane) (teardown func(), err error)) int {
+func RunTests(m *testing.M, opts localcluster.Options, setup func(ctx context.Context, cp *localcluster.ControlPlane) (teardown func(), err error)) int {
 	flag.Parse()
 	if testing.Short() {
 		return m.Run()
@@ -64,10 +66,24 @@ func RunTests(m *testing.M, opts Options, setup func(ctx context.Context, cp *Co
 		code = 1
 	}
 	for name, pid := range pids {
-		if Alive(pid) {
+		if localcluster.Alive(pid) {
 			fmt.Fprintf(os.Stderr, "%s (pid %d) still running after Stop\n", name, pid)
 			code = 1
 		}
 	}
 	return code
+}
+
+// Start builds (once, cached) the control-plane binaries unless opts names some,
+// then starts a control plane (localcluster.Start): tests need no `make binaries`
+// first.
+func Start(ctx context.Context, opts localcluster.Options) (*localcluster.ControlPlane, error) {
+	if opts.Binaries == nil {
+		b, err := EnsureBinaries(ctx, opts.Log)
+		if err != nil {
+			return nil, err
+		}
+		opts.Binaries = b
+	}
+	return localcluster.Start(ctx, opts)
 }

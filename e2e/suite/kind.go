@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuvc/gpuvc/e2e/images"
+	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/trial"
 	"github.com/gpuvc/gpuvc/vclusters/vclusterstest"
 )
@@ -87,7 +87,7 @@ func kindImages(ctx context.Context, gpuvcBin string) ([]string, error) {
 		return nil, err
 	}
 	gpuvc := images.Gpuvc(images.GpuvcRef, gpuvcBin)
-	chartFiles, err := filesUnder(chart, vclusterChartInImage)
+	chartFiles, err := images.FilesUnder(chart, vclusterChartInImage)
 	if err != nil {
 		return nil, err
 	}

@@ -17,20 +17,21 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/vclusters/vclusterstest"
 )
 
 // localBackend is the local control plane with the gpuvc binary as the manager.
 type localBackend struct {
-	cp      *localcp.ControlPlane
+	cp      *localcluster.ControlPlane
 	manager *exec.Cmd
 	done    chan struct{}
 	dir     string
 }
 
 func startLocal(ctx context.Context, gpuvcBin string) (Backend, error) {
-	cp, err := localcp.Start(ctx, localcp.Options{Log: os.Stderr})
+	cp, err := localcp.Start(ctx, localcluster.Options{Log: os.Stderr})
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func (b *localBackend) startManager(ctx context.Context, bin string) error {
 	if err != nil {
 		return err
 	}
-	ports, err := localcp.FreePorts(3)
+	ports, err := localcluster.FreePorts(3)
 	if err != nil {
 		return err
 	}

@@ -7,16 +7,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
-	"github.com/gpuvc/gpuvc/e2e/images"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/localnode"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/kind/localcluster/images"
+	"github.com/gpuvc/gpuvc/kind/localnode"
+	"github.com/gpuvc/gpuvc/kind/localstack"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 )
 
@@ -44,7 +46,7 @@ var realNodeGPUs = inventory.Spec{
 // for real and exports a kubeconfig that works from this machine.
 type realBackend struct {
 	host *localnode.Host
-	cp   *localcp.ControlPlane
+	cp   *localcluster.ControlPlane
 	node *localnode.Node
 	// shim is the containerd shim executable: no process may run it after Stop.
 	shim     string
@@ -78,7 +80,7 @@ func startReal(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	b.shim = nodeBins.ContainerdShim
 	// The control plane first, then the node's slot: every package that runs a real
 	// node takes the two locks in this order.
-	if b.cp, err = localcp.Start(ctx, localcp.Options{NodeIP: localnode.NodeIP, Pools: gpuPools(), Log: logWriter}); err != nil {
+	if b.cp, err = localcp.Start(ctx, localcluster.Options{NodeIP: localnode.NodeIP, Pools: gpuPools(), Log: logWriter}); err != nil {
 		return nil, err
 	}
 	if b.host, err = localnode.Acquire(ctx, logWriter); err != nil {
@@ -116,30 +118,14 @@ func gpuPools() []nodepool.Pool {
 	return pools
 }
 
-// realValues are the chart values of the suite: the locally built image (never
-// pulled), one manager replica rotating its own webhook certificate, vCluster's
-// chart from inside the image, ephemeral vClusters running the Kubernetes version
-// built here, and team kubeconfigs pointing at the control plane's ClusterIP
-// (this machine runs kube-proxy, so ClusterIPs route from here).
+// realValues are the chart values of the suite: those of the Docker-less trial
+// and `gpuvc dev cluster` (localstack.Values), as a values file.
 func realValues() string {
-	repo, tag, _ := strings.Cut(images.GpuvcRef, ":")
-	return fmt.Sprintf(`image: {repository: %s, tag: %q, pullPolicy: Never}
-manager:
-  replicas: 1
-  leaderElection: {enabled: false}
-  podDisruptionBudget: {enabled: false}
-  teamServerURL: "https://{{.ServiceIP}}"
-vcluster:
-  chart: {dir: %s}
-  ephemeral: true
-  values:
-    controlPlane:
-      distro:
-        k8s:
-          image: {tag: %s}
-certManager: {enabled: false}
-agent: {enabled: false}
-`, repo, tag, vclusterChartInImage, localcp.KubernetesVersion)
+	b, err := yaml.Marshal(localstack.Values())
+	if err != nil {
+		panic(err) // plain maps of strings, numbers and booleans always marshal
+	}
+	return string(b)
 }
 
 // install runs `gpuvc install` as a platform engineer would.
@@ -197,7 +183,7 @@ func (b *realBackend) Stop() error {
 		errs = append(errs, b.host.Release())
 	}
 	for name, pid := range pids {
-		if localcp.Alive(pid) {
+		if localcluster.Alive(pid) {
 			errs = append(errs, fmt.Errorf("%s (pid %d) still runs after Stop", name, pid))
 		}
 	}

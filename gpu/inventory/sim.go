@@ -28,6 +28,22 @@ type Spec struct {
 
 var _ Source = Spec{}
 
+// Flag renders the spec as `gpuvc agent --simulate` reads it, e.g.
+// "product=NVIDIA-A100-SXM4-80GB,count=4,seed=n,mig=all-disabled;all-balanced".
+func (s Spec) Flag() string {
+	parts := []string{"product=" + s.Product, "count=" + strconv.Itoa(s.Count)}
+	if s.MemoryMiB > 0 {
+		parts = append(parts, "memory="+strconv.FormatInt(s.MemoryMiB, 10))
+	}
+	if s.Seed != "" {
+		parts = append(parts, "seed="+s.Seed)
+	}
+	if len(s.MIG) > 0 {
+		parts = append(parts, "mig="+strings.Join(s.MIG, ";"))
+	}
+	return strings.Join(parts, ",")
+}
+
 // Inventory simulates the spec; see Simulate.
 func (s Spec) Inventory() (Inventory, error) { return Simulate(s) }
 

@@ -25,12 +25,13 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/testsupport/identity"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{}, nil))
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, nil))
 }
 
 func testContext(t *testing.T) context.Context {
@@ -42,7 +43,7 @@ func testContext(t *testing.T) context.Context {
 // agentIdentity creates the agent's ServiceAccount with exactly the RBAC
 // docs/agent.md documents (get, patch nodes) and returns a kubeconfig and a
 // client authenticated with a token of it.
-func agentIdentity(ctx context.Context, t *testing.T, cp *localcp.ControlPlane) (string, kubernetes.Interface) {
+func agentIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane) (string, kubernetes.Interface) {
 	t.Helper()
 	const ns, sa = "gpuvc-system", "gpuvc-agent"
 	c := cp.Client
@@ -99,14 +100,14 @@ func ownedLabels(t *testing.T, node *corev1.Node, manager string) []string {
 // tests can run again on one control plane: the agent's fields released,
 // GFD's traces and every GPU label the node pool did not set removed, the
 // pool's labels restored.
-func resetNode(ctx context.Context, t *testing.T, cp *localcp.ControlPlane, name string) {
+func resetNode(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane, name string) {
 	t.Helper()
 	var pristine *corev1.Node
 	for _, p := range nodepool.Default() {
 		for _, n := range p.Nodes {
 			if n.Name == name {
 				var err error
-				pristine, err = localcp.KwokNode(p, n)
+				pristine, err = localcluster.KwokNode(p, n)
 				require.NoError(t, err)
 			}
 		}

@@ -11,13 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 
 // TestMain starts a real kube-apiserver (no nodes, no controllers) for the tests
 // that check the trial's objects against it; none under -short.
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{APIOnly: true}, nil))
+	os.Exit(localcp.RunTests(m, localcluster.Options{APIOnly: true}, nil))
 }
 
 // What the trial sends to a cluster is accepted by a real API server: the chart

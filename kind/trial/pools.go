@@ -182,19 +182,7 @@ func evenLayout(devices map[string]int, n int) (string, error) {
 
 // specString writes a spec as `gpuvc agent --simulate` parses it; mig comes last
 // because its layouts may contain commas.
-func specString(s inventory.Spec) string {
-	parts := []string{"product=" + s.Product, "count=" + strconv.Itoa(s.Count)}
-	if s.MemoryMiB > 0 {
-		parts = append(parts, "memory="+strconv.FormatInt(s.MemoryMiB, 10))
-	}
-	if s.Seed != "" {
-		parts = append(parts, "seed="+s.Seed)
-	}
-	if len(s.MIG) > 0 {
-		parts = append(parts, "mig="+strings.Join(s.MIG, ";"))
-	}
-	return strings.Join(parts, ",")
-}
+func specString(s inventory.Spec) string { return s.Flag() }
 
 // nodeLabels are the labels a worker registers with: the pool's labels for the
 // node (without the kubernetes.io/ ones the kubelet owns) and, for GPU nodes,

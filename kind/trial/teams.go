@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuvc/gpuvc/kind/localstack"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
@@ -38,12 +39,22 @@ type DemoTeam struct {
 // Two whole GPUs each: one for the whole-GPU pod, one the share controller
 // reserves for the fractional pod.
 func DemoTeams(workloadImage string) []DemoTeam {
+	return demoTeams(workloadImage, "a100", "h100")
+}
+
+// LocalDemoTeams are DemoTeams in the pool of the Docker-less trial's real node,
+// system: the only node whose pods really run there (see UpLocal).
+func LocalDemoTeams(workloadImage string) []DemoTeam {
+	return demoTeams(workloadImage, localstack.RealPool, localstack.RealPool)
+}
+
+func demoTeams(workloadImage, visionPool, llmPool string) []DemoTeam {
 	if workloadImage == "" {
 		workloadImage = DefaultWorkloadImage
 	}
 	return []DemoTeam{
 		{
-			Team: team("vision", "a100", 2, map[string]int32{"1g.10gb": 2}),
+			Team: team("vision", visionPool, 2, map[string]int32{"1g.10gb": 2}),
 			Pods: []*corev1.Pod{
 				demoPod("train", workloadImage).limit(contract.ResourceGPU, "1").obj(),
 				demoPod("notebook", workloadImage).limit(nodepool.MIGResource("1g.10gb"), "1").obj(),
@@ -51,7 +62,7 @@ func DemoTeams(workloadImage string) []DemoTeam {
 			},
 		},
 		{
-			Team: team("llm", "h100", 2, nil),
+			Team: team("llm", llmPool, 2, nil),
 			Pods: []*corev1.Pod{
 				demoPod("train", workloadImage).limit(contract.ResourceGPU, "1").obj(),
 				demoPod("half", workloadImage).annotate(contract.AnnotationKAIFraction, "0.5").obj(),

@@ -108,6 +108,10 @@ type Cluster struct {
 	Created bool
 	// GPUs are the pool nodes and the GPU resources their kubelets advertise.
 	GPUs []NodeGPUs
+	// Local is true for the Docker-less trial (UpLocal); Description then says
+	// what runs, for the report.
+	Local       bool
+	Description string
 }
 
 // Start brings up the trial's kind cluster (or reuses the one named
@@ -377,8 +381,13 @@ func installGpuvc(ctx context.Context, c *Cluster, opts Options, log *progress, 
 	if err != nil {
 		return err
 	}
-	vals = mergeValues(vals, opts.Values)
-	in, err := installer.NewForKubeconfig(c.Kubeconfig, "", Namespace)
+	return installValues(ctx, c.Kubeconfig, img, mergeValues(vals, opts.Values), opts, log, waitReady)
+}
+
+// installValues installs or upgrades gpuvc's chart with vals, as `gpuvc install
+// -f values.yaml --wait` does (same library).
+func installValues(ctx context.Context, kubeconfig string, img Image, vals map[string]any, opts Options, log *progress, waitReady bool) error {
+	in, err := installer.NewForKubeconfig(kubeconfig, "", Namespace)
 	if err != nil {
 		return err
 	}

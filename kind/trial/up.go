@@ -86,12 +86,18 @@ func Up(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return runDemo(ctx, c, DemoTeams(opts.WorkloadImage), opts, log)
+}
+
+// runDemo creates the demo teams on a cluster with gpuvc installed, waits until
+// they are Ready, then creates their pods through each team's own kubeconfig and
+// follows them until they run on the host.
+func runDemo(ctx context.Context, c *Cluster, demo []DemoTeam, opts Options, log *progress) (*Result, error) {
 	res := &Result{Cluster: c, Nodes: c.GPUs}
 	tc, err := teamctl.New(c.Config)
 	if err != nil {
 		return res, err
 	}
-	demo := DemoTeams(opts.WorkloadImage)
 	for _, d := range demo {
 		r, err := tc.Apply(ctx, d.Team)
 		if err != nil {
@@ -108,8 +114,11 @@ func Up(ctx context.Context, opts Options) (*Result, error) {
 			}
 			log.printf("team %s: %s", name, e.Note)
 		})
-		if err != nil {
+		if err != nil && !c.Local {
 			return res, fmt.Errorf("%w (vCluster's images are pulled from public registries on first use)", err)
+		}
+		if err != nil {
+			return res, err
 		}
 		log.printf("team %s is Ready", name)
 	}
@@ -222,12 +231,16 @@ func reachable(ctx context.Context, team, server string, log *progress) error {
 	if err != nil {
 		return fmt.Errorf("team %s: server %q: %w", team, server, err)
 	}
+	addr := u.Host
+	if u.Port() == "" { // https://<ClusterIP>, as the local trial's team servers are
+		addr = net.JoinHostPort(u.Hostname(), "443")
+	}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		conn, err := (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, "tcp", u.Host)
+		conn, err := (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, "tcp", addr)
 		if err != nil {
 			if last == nil {
-				log.printf("team %s: %s does not answer yet: %v", team, u.Host, err)
+				log.printf("team %s: %s does not answer yet: %v", team, addr, err)
 			}
 			last = err
 			return false, nil
@@ -392,7 +405,11 @@ func visibleDevices(ctx context.Context, host kubernetes.Interface, p *corev1.Po
 // Print writes the outcome of Up: nodes, where each demo pod landed, and how to
 // connect. gpuvc is how the user runs the gpuvc binary (e.g. bin/gpuvc).
 func (r *Result) Print(w io.Writer, gpuvc string) {
-	fmt.Fprintf(w, "\ngpuvc trial is up on kind cluster %s.\n\n", r.Cluster.Name)
+	where := "kind cluster " + r.Cluster.Name
+	if r.Cluster.Description != "" {
+		where = r.Cluster.Description
+	}
+	fmt.Fprintf(w, "\ngpuvc trial is up on %s.\n\n", where)
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tPOOL\tSIMULATED GPUS (allocatable)")
 	for _, n := range r.Nodes {

@@ -9,19 +9,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 
 	"github.com/gpuvc/gpuvc/manager/api/scheme"
 )
 
 var (
-	host *localcp.ControlPlane
+	host *localcluster.ControlPlane
 	c    client.Client
 )
 
 // TestMain starts a real control plane with kwok GPU nodes; each test runs (and
 // restarts) the real manager itself, with a fake clock for the accountant.
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{}, func(_ context.Context, cp *localcp.ControlPlane) (func(), error) {
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, func(_ context.Context, cp *localcluster.ControlPlane) (func(), error) {
 		host = cp
 		var err error
 		c, err = client.New(cp.Config, client.Options{Scheme: scheme.New()})

@@ -16,7 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gpuvc/gpuvc/charts"
-	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
 	"github.com/gpuvc/gpuvc/manager/accounting"
 	"github.com/gpuvc/gpuvc/manager/team"
@@ -40,12 +40,12 @@ type Options struct {
 // Start installs the CRDs on cp and runs the manager until Stop. Team options not
 // set are filled for tests: the vCluster chart of the module cache, ephemeral
 // datastores, and a short wait interval.
-func Start(ctx context.Context, cp *localcp.ControlPlane, opts team.Options) (*Manager, error) {
+func Start(ctx context.Context, cp *localcluster.ControlPlane, opts team.Options) (*Manager, error) {
 	return StartWith(ctx, cp, Options{Team: opts})
 }
 
 // StartWith is Start with more of the manager's options.
-func StartWith(ctx context.Context, cp *localcp.ControlPlane, o Options) (*Manager, error) {
+func StartWith(ctx context.Context, cp *localcluster.ControlPlane, o Options) (*Manager, error) {
 	opts := o.Team
 	if err := charts.InstallCRDs(ctx, cp.Config); err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func StartWith(ctx context.Context, cp *localcp.ControlPlane, o Options) (*Manag
 	ctrl.SetLogger(logr.Discard())
 	// The pod webhook runs too, served on loopback and registered by URL, so team
 	// namespaces are fenced exactly as in a cluster.
-	ports, err := localcp.FreePorts(1)
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}

@@ -9,20 +9,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/team"
 )
 
 var (
-	host *localcp.ControlPlane
+	host *localcluster.ControlPlane
 	c    client.Client
 )
 
 // TestMain runs the package against a real control plane with kwok nodes and the
 // real manager (Helm SDK, vCluster chart v0.36.1 from the module cache).
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, func(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 		host = cp
 		mgr, err := managertest.Start(ctx, cp, team.Options{})
 		if err != nil {

@@ -12,16 +12,17 @@ import (
 
 	"github.com/gpuvc/gpuvc/charts"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 
 // host is a real kube-apiserver with the Team CRD and no manager: each test plays
 // the manager by writing the Team's status itself.
-var host *localcp.ControlPlane
+var host *localcluster.ControlPlane
 
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{APIOnly: true}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+	os.Exit(localcp.RunTests(m, localcluster.Options{APIOnly: true}, func(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 		host = cp
 		return nil, charts.InstallCRDs(ctx, cp.Config)
 	}))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
@@ -40,7 +41,7 @@ const (
 
 // env is what TestMain set up.
 var env struct {
-	cp *localcp.ControlPlane
+	cp *localcluster.ControlPlane
 	// tenant acts as the team's vCluster syncer on the host: the identity every
 	// tenant pod arrives with.
 	tenant kubernetes.Interface
@@ -49,7 +50,7 @@ var env struct {
 func TestMain(m *testing.M) {
 	// The webhook server of TestWithWebhook logs through controller-runtime.
 	ctrllog.SetLogger(logr.Discard())
-	os.Exit(localcp.RunTests(m, localcp.Options{}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, func(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 		started := time.Now()
 		env.cp = cp
 		if err := setUp(ctx); err != nil {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/manager/servingcert"
@@ -44,7 +45,7 @@ const (
 
 // env is what TestMain set up for the tests.
 var env struct {
-	cp      *localcp.ControlPlane
+	cp      *localcluster.ControlPlane
 	metrics *syncer.Metrics
 	// share acts as the share controller (a TrustedUser of the webhook).
 	share kubernetes.Interface
@@ -72,7 +73,7 @@ var teams = map[string]syncer.TeamPolicy{
 func TestMain(m *testing.M) {
 	// The webhook server logs through controller-runtime; tests read events.
 	ctrllog.SetLogger(logr.Discard())
-	os.Exit(localcp.RunTests(m, localcp.Options{}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, func(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 		env.cp = cp
 		return setUp(ctx, cp)
 	}))
@@ -80,7 +81,7 @@ func TestMain(m *testing.M) {
 
 // setUp starts the webhook server on a loopback port, registers it with the API
 // server and creates the team namespaces.
-func setUp(ctx context.Context, cp *localcp.ControlPlane) (stop func(), err error) {
+func setUp(ctx context.Context, cp *localcluster.ControlPlane) (stop func(), err error) {
 	reader, err := client.New(cp.Config, client.Options{})
 	if err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func setUp(ctx context.Context, cp *localcp.ControlPlane) (stop func(), err erro
 	if err := bundle.WriteFiles(certDir); err != nil {
 		return stop, err
 	}
-	ports, err := localcp.FreePorts(1)
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return stop, err
 	}
@@ -180,7 +181,7 @@ func impersonate(cfg *rest.Config, user string) (kubernetes.Interface, error) {
 // createNamespaces creates the team namespaces, a plain one, and RBAC: each
 // vCluster may manage pods in its own namespace, the share controller
 // everywhere.
-func createNamespaces(ctx context.Context, cp *localcp.ControlPlane) error {
+func createNamespaces(ctx context.Context, cp *localcluster.ControlPlane) error {
 	c := cp.Client
 	podRules := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "pods/ephemeralcontainers", "configmaps"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
@@ -232,7 +233,7 @@ func createNamespaces(ctx context.Context, cp *localcp.ControlPlane) error {
 
 // waitForWebhook polls with dry-run creates until the API server calls both
 // webhooks (it learns about configurations asynchronously).
-func waitForWebhook(ctx context.Context, cp *localcp.ControlPlane) error {
+func waitForWebhook(ctx context.Context, cp *localcluster.ControlPlane) error {
 	mutated, validated := env.metrics.Requests.WithLabelValues("fraud", "mutate", "create", "patched"), env.metrics.Requests.WithLabelValues("fraud", "validate", "create", "allowed")
 	probe := testobj.Pod("probe", "team-fraud").Obj()
 	var last error

@@ -28,6 +28,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/manager/servingcert"
@@ -47,7 +48,7 @@ const (
 )
 
 var env struct {
-	cp      *localcp.ControlPlane
+	cp      *localcluster.ControlPlane
 	c       client.Client // admin
 	metrics *share.Metrics
 	ctrl    *running // the controller currently running
@@ -63,7 +64,7 @@ func TestMain(m *testing.M) {
 		ctrl.SetLogger(logr.Discard())
 	}
 	var stopErr error
-	code := localcp.RunTests(m, localcp.Options{}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+	code := localcp.RunTests(m, localcluster.Options{}, func(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 		env.cp = cp
 		stopWebhook, err := setUp(ctx)
 		// The controller stops before the webhook it calls through the API server.

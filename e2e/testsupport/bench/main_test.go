@@ -15,6 +15,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/team"
@@ -38,7 +39,7 @@ const (
 )
 
 var env struct {
-	cp   *localcp.ControlPlane
+	cp   *localcluster.ControlPlane
 	team bench.Team
 }
 
@@ -49,10 +50,10 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		os.Exit(m.Run())
 	}
-	os.Exit(localcp.RunTests(m, localcp.Options{}, setUp))
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, setUp))
 }
 
-func setUp(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+func setUp(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 	env.cp = cp
 	started := time.Now()
 	mgr, err := managertest.Start(ctx, cp, team.Options{})

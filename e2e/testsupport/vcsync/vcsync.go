@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 )
 
 // Defaults for the fields of VCluster left empty.
@@ -28,7 +28,7 @@ const (
 	// DefaultHostVersion is the host's Kubernetes version: the one gpuvc's local
 	// control plane runs. vCluster gates some of its update path on it (in-place
 	// resize from 1.35).
-	DefaultHostVersion = localcp.KubernetesVersion
+	DefaultHostVersion = localcluster.KubernetesVersion
 	// DefaultKubernetesIP and DefaultDNSIP are the ClusterIPs of the vCluster's
 	// Service and of its kube-dns Service on the host (10.96.0.0/12, localcp's
 	// service range). vCluster writes them into host pods (hostAliases, dnsConfig).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/charts"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
@@ -23,7 +24,7 @@ var teams dynamic.NamespaceableResourceInterface
 // TestMain runs the tests against a real kube-apiserver with the Team CRD, so the
 // schema and CEL rules are checked by the same code that checks them in a cluster.
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{APIOnly: true}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+	os.Exit(localcp.RunTests(m, localcluster.Options{APIOnly: true}, func(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 		if err := charts.InstallCRDs(ctx, cp.Config); err != nil {
 			return nil, err
 		}

@@ -36,12 +36,13 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin/fakekubelet"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share/reserve"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{}, nil))
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, nil))
 }
 
 func testContext(t *testing.T) context.Context {
@@ -55,7 +56,7 @@ func testContext(t *testing.T) context.Context {
 // a ServiceAccount with the RBAC docs/agent.md documents for reservation pods
 // (get, patch pods in their namespace), and returns its name, a kubeconfig and
 // a client authenticated as that ServiceAccount.
-func reservationNamespace(ctx context.Context, t *testing.T, cp *localcp.ControlPlane, prefix string) (string, string, kubernetes.Interface) {
+func reservationNamespace(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane, prefix string) (string, string, kubernetes.Interface) {
 	t.Helper()
 	const sa = "gpuvc-reserve"
 	ns := prefix + "-" + utilrand.String(5)

@@ -2,52 +2,57 @@ package dev
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
-	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/kind/nodepool"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/kind/localstack"
 )
 
 type clusterFlags struct {
-	dir string
+	dir      string
+	kwokOnly bool
 }
 
 func newClusterCommand(streams cli.Streams) *cobra.Command {
 	flags := &clusterFlags{}
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Start, stop or locate the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok GPU nodes)",
+		Short: "Start, stop or locate the local cluster (etcd, kube-apiserver, controller-manager, scheduler, a real node, kwok GPU nodes)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.PersistentFlags().StringVar(&flags.dir, "dir", filepath.Join(localcp.CacheDir(), "dev-cluster"),
-		"folder holding the cluster's PKI, kubeconfig, data and logs")
+	cmd.PersistentFlags().StringVar(&flags.dir, "dir", filepath.Join(localcluster.CacheDir(), "dev-cluster"),
+		"folder holding the cluster's PKI, kubeconfig, data, node and logs")
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Start the local cluster in the background and print the KUBECONFIG export",
+		Long: "Start the local cluster in the background and print the KUBECONFIG export: a real control\n" +
+			"plane and, as root, a real node (system-0: kubelet, containerd, runc, kube-proxy, kube-router,\n" +
+			"simulated GPUs) where the manager and every team's vCluster run, so `gpuvc team create --wait`\n" +
+			"reaches Ready with a working kubeconfig; plus kwok GPU nodes (pools a100, h100) whose pods are\n" +
+			"only marked Running. Not root, or with --kwok-only: kwok nodes only.\n" +
+			"It runs prebuilt binaries: `make binaries` in a gpuvc checkout builds them once (~16 min).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return clusterUp(cmd.Context(), streams, flags) },
+	}
+	up.Flags().BoolVar(&flags.kwokOnly, "kwok-only", false, "no real node: every node is a kwok node (no root needed; no vCluster serves, team kubeconfigs stay pending)")
 	cmd.AddCommand(
-		&cobra.Command{
-			Use:   "up",
-			Short: "Start the local control plane in the background and print the KUBECONFIG export",
-			Long: "Start the local control plane in the background and print the KUBECONFIG export.\n" +
-				"The first run builds the Kubernetes binaries from Go modules (several minutes); they\n" +
-				"are cached outside the repository.",
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error { return clusterUp(cmd.Context(), streams, flags) },
-		},
+		up,
 		&cobra.Command{
 			Use:   "down",
-			Short: "Stop the local control plane and remove its folder (succeeds if none is running)",
+			Short: "Stop the local cluster, remove its real node (processes, mounts, cgroups, bridge, rules) and its folder (succeeds if none is running)",
 			Args:  cobra.NoArgs,
-			RunE:  func(*cobra.Command, []string) error { return clusterDown(streams, flags) },
+			RunE:  func(cmd *cobra.Command, _ []string) error { return clusterDown(cmd.Context(), streams, flags) },
 		},
 		&cobra.Command{
 			Use:   "env",
-			Short: "Print the KUBECONFIG export for the running local control plane",
+			Short: "Print the KUBECONFIG export for the running local cluster",
 			Args:  cobra.NoArgs,
 			RunE:  func(*cobra.Command, []string) error { return clusterEnv(streams, flags) },
 		},
@@ -56,62 +61,64 @@ func newClusterCommand(streams cli.Streams) *cobra.Command {
 }
 
 func clusterUp(ctx context.Context, streams cli.Streams, flags *clusterFlags) error {
-	if running(flags.dir) {
-		fmt.Fprintf(streams.ErrOut, "local control plane already running in %s\n", flags.dir)
+	if localstack.Running(flags.dir) {
+		fmt.Fprintf(streams.ErrOut, "local cluster already running in %s\n", flags.dir)
 		return clusterEnv(streams, flags)
 	}
-	// A stale folder (stopped processes, old PKI) would mix with the new cluster.
-	if err := os.RemoveAll(flags.dir); err != nil {
+	kwokOnly := flags.kwokOnly
+	if why := localstack.RealNodeUnavailable(); why != "" && !kwokOnly {
+		fmt.Fprintf(streams.ErrOut, "no real node (%s): kwok nodes only\n", why)
+		kwokOnly = true
+	}
+	// A stale folder (stopped processes, old PKI, a node's record) is removed first.
+	if err := localstack.Down(ctx, flags.dir, streams.ErrOut); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(flags.dir, 0o700); err != nil {
-		return err
-	}
-	cp, err := localcp.Start(ctx, localcp.Options{Dir: flags.dir, Detached: true, Log: streams.ErrOut})
+	s, err := localstack.Up(ctx, localstack.Options{Dir: flags.dir, KwokOnly: kwokOnly, Log: streams.ErrOut})
 	if err != nil {
 		return err
 	}
 	var nodes []string
-	for _, p := range nodepool.Default() {
+	if s.Node != nil {
+		nodes = append(nodes, localstack.RealPool+"/"+s.Node.Name+" (real)")
+	}
+	for _, p := range s.Pools {
 		for _, n := range p.Nodes {
 			nodes = append(nodes, p.Name+"/"+n.Name)
 		}
 	}
-	fmt.Fprintf(streams.ErrOut, "nodes (pool/node): %s\nlogs: %s\nstop with: gpuvc dev cluster down\n",
-		strings.Join(nodes, ", "), filepath.Join(cp.Dir, "logs"))
+	fmt.Fprintf(streams.ErrOut, "nodes (pool/node): %s\nlogs: %s\n", strings.Join(nodes, ", "), filepath.Join(localstack.ClusterDir(flags.dir), "logs"))
+	if s.Node != nil {
+		values := filepath.Join(flags.dir, "values.yaml")
+		b, err := yaml.Marshal(localstack.Values())
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(values, b, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(streams.ErrOut, "install gpuvc on it (images are on the node already): gpuvc install -f %s --wait\n", values)
+	}
+	fmt.Fprintln(streams.ErrOut, "stop with: gpuvc dev cluster down")
 	return clusterEnv(streams, flags)
 }
 
-func clusterDown(streams cli.Streams, flags *clusterFlags) error {
-	err := localcp.StopDetached(flags.dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+func clusterDown(ctx context.Context, streams cli.Streams, flags *clusterFlags) error {
+	if err := localstack.Down(ctx, flags.dir, streams.ErrOut); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(flags.dir); err != nil {
-		return err
-	}
-	fmt.Fprintf(streams.ErrOut, "local control plane in %s stopped\n", flags.dir)
+	fmt.Fprintf(streams.ErrOut, "local cluster in %s stopped\n", flags.dir)
 	return nil
 }
 
 func clusterEnv(streams cli.Streams, flags *clusterFlags) error {
-	if !running(flags.dir) {
+	if !localstack.Running(flags.dir) {
 		return fmt.Errorf("no local control plane is running in %s: start one with `gpuvc dev cluster up`", flags.dir)
 	}
-	s, err := localcp.ReadState(flags.dir)
+	s, err := localcluster.ReadState(localstack.ClusterDir(flags.dir))
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(streams.Out, "export KUBECONFIG=%s\n", s.Kubeconfig)
 	return err
-}
-
-// running reports whether the folder records a control plane whose API server lives.
-func running(dir string) bool {
-	s, err := localcp.ReadState(dir)
-	if err != nil {
-		return false
-	}
-	pid, ok := s.PIDs[string(localcp.APIServer)]
-	return ok && localcp.Alive(pid)
 }

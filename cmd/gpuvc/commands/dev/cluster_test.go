@@ -12,7 +12,8 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/root"
-	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/kind/localstack"
 )
 
 func run(args ...string) (string, string, int) {
@@ -30,7 +31,7 @@ func TestDevClusterUpEnvDown(t *testing.T) {
 		t.Skip("starts a local control plane")
 	}
 	dir := t.TempDir() + "/cluster"
-	out, errOut, code := run("dev", "cluster", "up", "--dir", dir)
+	out, errOut, code := run("dev", "cluster", "up", "--kwok-only", "--dir", dir)
 	require.Equal(t, 0, code, errOut)
 	t.Cleanup(func() { run("dev", "cluster", "down", "--dir", dir) })
 	require.True(t, strings.HasPrefix(out, "export KUBECONFIG="), out)
@@ -51,12 +52,12 @@ func TestDevClusterUpEnvDown(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, errOut, "already running")
 
-	state, err := localcp.ReadState(dir)
+	state, err := localcluster.ReadState(localstack.ClusterDir(dir))
 	require.NoError(t, err)
 	_, _, code = run("dev", "cluster", "down", "--dir", dir)
 	require.Equal(t, 0, code)
 	for name, pid := range state.PIDs {
-		require.False(t, localcp.Alive(pid), "%s (pid %d) survived down", name, pid)
+		require.False(t, localcluster.Alive(pid), "%s (pid %d) survived down", name, pid)
 	}
 	_, errOut, code = run("dev", "cluster", "env", "--dir", dir)
 	require.Equal(t, 1, code)

@@ -17,6 +17,6 @@ func NewCommand(streams cli.Streams, _ *cli.Globals) *cobra.Command {
 		Short: "Developer tools: a local control plane with simulated GPU nodes, the kind trial",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newClusterCommand(streams), newKindConfigCommand(streams), newTrialCommand(streams, trial.DockerEngine))
+	cmd.AddCommand(newClusterCommand(streams), newKindConfigCommand(streams), newTrialCommand(streams, trialEnv{docker: trial.DockerEngine, local: trial.LocalUnavailable}))
 	return cmd
 }

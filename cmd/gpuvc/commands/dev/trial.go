@@ -1,6 +1,7 @@
 package dev
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,13 +15,20 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/version"
-	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/trial"
 )
 
-// exitNoDocker is the exit code of a trial command refused for lack of a Docker
-// engine (as `make trial` exited before the trial existed).
+// exitNoDocker is the exit code of a trial command refused because neither a
+// Docker engine (kind) nor root (the Docker-less trial) is there.
 const exitNoDocker = 2
+
+// trialEnv says what this machine offers the trial: a Docker engine (kind) and
+// root (the Docker-less trial, LocalUnavailable "" when it can run).
+type trialEnv struct {
+	docker trial.DockerCheck
+	local  func() string
+}
 
 type trialFlags struct {
 	name, dir     string
@@ -28,6 +36,7 @@ type trialFlags struct {
 	nodeImage     string
 	workloadImage string
 	timeout       time.Duration
+	local         bool
 }
 
 func (f *trialFlags) options(streams cli.Streams, docker trial.DockerCheck) trial.Options {
@@ -37,21 +46,24 @@ func (f *trialFlags) options(streams cli.Streams, docker trial.DockerCheck) tria
 	}
 }
 
-// newTrialCommand returns `gpuvc dev trial`; docker decides whether a Docker
-// engine answers (trial.DockerEngine outside tests).
-func newTrialCommand(streams cli.Streams, docker trial.DockerCheck) *cobra.Command {
+// newTrialCommand returns `gpuvc dev trial`; env.docker decides whether a Docker
+// engine answers (trial.DockerEngine outside tests), env.local whether the
+// Docker-less trial can run (trial.LocalUnavailable).
+func newTrialCommand(streams cli.Streams, env trialEnv) *cobra.Command {
 	f := &trialFlags{}
+	docker := env.docker
 	cmd := &cobra.Command{
 		Use:   "trial",
-		Short: "The kind trial: kind cluster with simulated GPU nodes, gpuvc installed, two teams running GPU pods (needs a Docker engine)",
-		Long: "The kind trial (`make trial`, docs/trial.md): a kind cluster whose workers are labelled, tainted\n" +
-			"and named like gpuvc's node pools, with GPUs simulated by gpuvc's agent and device plugin, gpuvc\n" +
-			"installed from its chart, and two teams running GPU pods in their own virtual clusters.\n" +
-			"Every subcommand but down refuses at once where no Docker engine answers.",
+		Short: "The trial: a cluster with simulated GPUs, gpuvc installed, two teams running GPU pods in their own virtual clusters",
+		Long: "The trial (`make trial`, docs/trial.md): gpuvc installed from its chart on a cluster with\n" +
+			"simulated GPUs, and two teams running GPU pods in their own virtual clusters.\n" +
+			"Without a Docker engine (or with --local) it runs on this machine's local control plane with a\n" +
+			"real node (kubelet, containerd, runc; needs root and `make binaries`) and is left running;\n" +
+			"where a Docker engine answers it runs on kind. Without either, it says what it needs.",
 		Args: cobra.NoArgs,
 	}
 	cmd.PersistentFlags().StringVar(&f.name, "name", trial.DefaultName, "name of the kind cluster")
-	cmd.PersistentFlags().StringVar(&f.dir, "dir", filepath.Join(localcp.CacheDir(), "trial"),
+	cmd.PersistentFlags().StringVar(&f.dir, "dir", filepath.Join(localcluster.CacheDir(), "trial"),
 		"folder for the host and team kubeconfigs")
 	up := &cobra.Command{
 		Use:   "up",
@@ -70,7 +82,15 @@ func newTrialCommand(streams cli.Streams, docker trial.DockerCheck) *cobra.Comma
 			// Ctrl-C ends the waits cleanly; what exists stays for the next run or for down.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			res, err := trial.Up(ctx, f.options(streams, docker))
+			local, err := useLocal(ctx, env, f.local)
+			if err != nil {
+				return refusal(err)
+			}
+			up := trial.Up
+			if local {
+				up = trial.UpLocal
+			}
+			res, err := up(ctx, f.options(streams, docker))
 			if res != nil && len(res.Teams) > 0 && err == nil {
 				res.Print(streams.Out, selfName())
 			}
@@ -81,25 +101,36 @@ func newTrialCommand(streams cli.Streams, docker trial.DockerCheck) *cobra.Comma
 	up.Flags().StringVar(&f.nodeImage, "node-image", "", "kind node image (default: kind's own for its release)")
 	up.Flags().StringVar(&f.workloadImage, "workload-image", trial.DefaultWorkloadImage, "image of the demo pods (needs sh and sleep)")
 	up.Flags().DurationVar(&f.timeout, "timeout", 10*time.Minute, "how long each wait may take (nodes, install, each team, each pod)")
+	up.Flags().BoolVar(&f.local, "local", false, "run the Docker-less trial (local control plane, real node; needs root) even where a Docker engine answers; --image is ignored, the image is built from this binary")
 	cmd.AddCommand(
 		up,
 		&cobra.Command{
 			Use:   "down",
-			Short: "Delete the kind cluster and the kubeconfigs up wrote (succeeds if there is none, like rm -f)",
+			Short: "Remove the trial: the local cluster and real node (every process, mount, cgroup, bridge, rule and path), the kind cluster, the kubeconfigs up wrote (succeeds if there is none, like rm -f)",
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				if err := trial.DownLocal(cmd.Context(), f.options(streams, docker)); err != nil {
+					return err
+				}
 				return trial.Down(cmd.Context(), f.options(streams, docker))
 			},
 		},
 		&cobra.Command{
 			Use:   "check",
-			Short: "Check that the trial can run here (a Docker engine answers); otherwise say what to use instead",
+			Short: "Print which trial runs here: kind (a Docker engine answers) or local (no Docker, root); otherwise say what it needs (exit 2)",
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				if err := trial.RequireDocker(cmd.Context(), docker); err != nil {
+				local, err := useLocal(cmd.Context(), env, false)
+				if err != nil {
 					return refusal(err)
 				}
-				_, err := fmt.Fprintln(streams.ErrOut, "a Docker engine answers: the kind trial can run here")
+				if local {
+					fmt.Fprintln(streams.ErrOut, "no Docker engine answers: the trial runs on the local control plane with a real node")
+					_, err = fmt.Fprintln(streams.Out, "local")
+					return err
+				}
+				fmt.Fprintln(streams.ErrOut, "a Docker engine answers: the kind trial can run here")
+				_, err = fmt.Fprintln(streams.Out, "kind")
 				return err
 			},
 		},
@@ -107,9 +138,28 @@ func newTrialCommand(streams cli.Streams, docker trial.DockerCheck) *cobra.Comma
 	return cmd
 }
 
-// refusal gives the no-Docker refusal its own exit code.
+// useLocal decides between the kind trial (a Docker engine answers) and the
+// Docker-less one (forced, or no Docker engine); neither possible is
+// trial.ErrCannotRun, saying what each needs.
+func useLocal(ctx context.Context, env trialEnv, force bool) (bool, error) {
+	dockerErr := error(nil)
+	if !force {
+		if dockerErr = env.docker(ctx); dockerErr == nil {
+			return false, nil
+		}
+	}
+	if why := env.local(); why != "" {
+		if force {
+			return false, fmt.Errorf("%w: the Docker-less trial cannot run: %s", trial.ErrCannotRun, why)
+		}
+		return false, trial.NeitherCanRun(dockerErr, why)
+	}
+	return true, nil
+}
+
+// refusal gives the refusal for lack of Docker and root its own exit code.
 func refusal(err error) error {
-	if errors.Is(err, trial.ErrNoDocker) {
+	if errors.Is(err, trial.ErrNoDocker) || errors.Is(err, trial.ErrCannotRun) {
 		return &cli.ExitError{Code: exitNoDocker, Err: err}
 	}
 	return err

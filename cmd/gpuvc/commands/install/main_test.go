@@ -9,12 +9,13 @@ import (
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/root"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 )
 
 // TestMain starts one real control plane (etcd, kube-apiserver, controller-manager,
 // scheduler, kwok GPU nodes) for the integration test; none under -short.
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{}, nil))
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, nil))
 }
 
 // result is what one gpuvc invocation printed and its exit code.

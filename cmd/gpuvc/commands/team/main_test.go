@@ -11,17 +11,18 @@ import (
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/root"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/team"
 )
 
-var host *localcp.ControlPlane
+var host *localcluster.ControlPlane
 
 // TestMain starts a real control plane with kwok nodes and the real manager once;
 // the commands under test talk to it through a kubeconfig, as a platform engineer
 // would.
 func TestMain(m *testing.M) {
-	os.Exit(localcp.RunTests(m, localcp.Options{}, func(ctx context.Context, cp *localcp.ControlPlane) (func(), error) {
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, func(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 		host = cp
 		mgr, err := managertest.Start(ctx, cp, team.Options{})
 		if err != nil {

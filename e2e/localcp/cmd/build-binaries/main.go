@@ -1,7 +1,8 @@
-// Command build-binaries builds (once) and caches the binaries the tests run — the
-// local control plane's, a real worker node's and those of vCluster's control-plane
-// images — printing their paths; `make binaries` runs it so a test run shows build
-// progress instead of a silent first test.
+// Command build-binaries builds (once) and caches the binaries the local cluster
+// runs — the control plane's, a real worker node's and those of vCluster's
+// control-plane images — printing one progress line per build (N of M, elapsed,
+// what is left), and lists them in the manifest that `gpuvc dev cluster` and the
+// trial read. `make binaries` runs it.
 package main
 
 import (
@@ -13,31 +14,8 @@ import (
 )
 
 func main() {
-	ctx := context.Background()
-	b, err := localcp.EnsureBinaries(ctx, os.Stderr)
-	if err != nil {
-		fail(err)
+	if err := localcp.EnsureAll(context.Background(), os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
 	}
-	printPaths(b.Etcd, b.APIServer, b.ControllerManager, b.Scheduler, b.Kubectl, b.Kwok)
-	n, err := localcp.EnsureNodeBinaries(ctx, os.Stderr)
-	if err != nil {
-		fail(err)
-	}
-	printPaths(n.Kubelet, n.KubeProxy, n.Containerd, n.ContainerdShim, n.Ctr, n.KubeRouter)
-	i, err := localcp.EnsureImageBinaries(ctx, os.Stderr)
-	if err != nil {
-		fail(err)
-	}
-	printPaths(i.VCluster, i.Kine, i.CoreDNS)
-}
-
-func printPaths(paths ...string) {
-	for _, p := range paths {
-		fmt.Println(p)
-	}
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "error:", err)
-	os.Exit(1)
 }

@@ -1,0 +1,52 @@
+package trial
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDevClusterWithRealNode: as root `gpuvc dev cluster up` starts the real
+// node by default, so gpuvc installed with the values file it writes makes a
+// team Ready with a kubeconfig that works; down leaves nothing.
+func TestDevClusterWithRealNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: starts a control plane and a real node (minutes)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the real node needs root; without root `gpuvc dev cluster up` runs kwok nodes only (tested in cmd/gpuvc/commands/dev)")
+	}
+	ctx, gpuvc := prepare(t)
+	dir := filepath.Join(t.TempDir(), "cluster")
+	out, errOut, err := run(ctx, gpuvc, "dev", "cluster", "up", "--dir", dir)
+	t.Cleanup(func() {
+		if _, errOut, err := run(ctx, gpuvc, "dev", "cluster", "down", "--dir", dir); err != nil {
+			t.Errorf("dev cluster down: %v\n%s", err, errOut)
+		}
+		nothingLeft(t, ctx, dir)
+	})
+	if err != nil {
+		t.Fatalf("dev cluster up: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(errOut, "system/system-0 (real)") || !strings.Contains(errOut, "a100/a100-0") {
+		t.Errorf("up does not list the real node and the kwok nodes:\n%s", errOut)
+	}
+	kubeconfig := strings.TrimSpace(strings.TrimPrefix(out, "export KUBECONFIG="))
+	host := func(args ...string) string {
+		t.Helper()
+		out, errOut, err := run(ctx, gpuvc, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		if err != nil {
+			t.Fatalf("gpuvc %v: %v\n%s\n%s", args, err, out, errOut)
+		}
+		return out + errOut
+	}
+	host("install", "-f", filepath.Join(dir, "values.yaml"), "--wait", "--timeout", "5m")
+	host("team", "create", "demo", "--pool", "system", "--gpus", "1", "--wait", "--timeout", "5m")
+	teamFile := filepath.Join(t.TempDir(), "demo.kubeconfig")
+	host("team", "kubeconfig", "demo", "-f", teamFile)
+	got, errOut, err := run(ctx, kubectlPath(t), "--kubeconfig", teamFile, "get", "namespaces", "--no-headers")
+	if err != nil || !strings.Contains(got, "kube-system") {
+		t.Errorf("the team kubeconfig does not work: %v\n%s%s", err, got, errOut)
+	}
+}

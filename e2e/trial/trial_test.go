@@ -1,0 +1,173 @@
+package trial
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
+)
+
+// TestDockerlessTrial runs `make trial`'s Docker-less path and checks what a new
+// user sees: the report (every demo pod Running on the real node with a simulated
+// device), each team's kubeconfig file listing its pods Running with kubectl, and
+// after `trial down` no process, node record, bridge, rule or folder left.
+func TestDockerlessTrial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: starts a control plane and a real node (minutes)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the Docker-less trial needs root (containerd, runc, cgroups, iptables); run as root")
+	}
+	ctx, gpuvc := prepare(t)
+	dir := filepath.Join(t.TempDir(), "trial")
+
+	out, errOut, err := run(ctx, gpuvc, "dev", "trial", "up", "--local", "--dir", dir, "--timeout", "5m")
+	t.Cleanup(func() { down(t, gpuvc, dir) })
+	if err != nil {
+		t.Fatalf("trial up: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	t.Logf("report:\n%s", out)
+
+	if !strings.Contains(out, "gpuvc trial is up on the local cluster") {
+		t.Errorf("report does not say where the trial runs:\n%s", out)
+	}
+	for _, row := range []string{
+		`vision\s+train\s+nvidia\.com/gpu: 1\s+team-vision/train-x-default-x-vision\s+system-0\s+nvidia\.com/gpu: 1\s+GPU-sim-`,
+		`vision\s+notebook\s+nvidia\.com/mig-1g\.10gb: 1\s+team-vision/notebook-x-default-x-vision\s+system-0\s+nvidia\.com/mig-1g\.10gb: 1\s+MIG-sim-`,
+		`vision\s+half\s+gpu-fraction: 0\.5\s+team-vision/half-x-default-x-vision\s+system-0\s+0\.5 of a GPU the team reserved\s+GPU-sim-`,
+		`llm\s+train\s+nvidia\.com/gpu: 1\s+team-llm/train-x-default-x-llm\s+system-0\s+nvidia\.com/gpu: 1\s+GPU-sim-`,
+		`llm\s+half\s+gpu-fraction: 0\.5\s+team-llm/half-x-default-x-llm\s+system-0\s+0\.5 of a GPU the team reserved\s+GPU-sim-`,
+		`system-0\s+system\s+nvidia\.com/gpu: 4, nvidia\.com/mig-1g\.10gb: 4`,
+	} {
+		if !regexp.MustCompile(row).MatchString(out) {
+			t.Errorf("report lacks a row matching %s", row)
+		}
+	}
+
+	kubectl := kubectlPath(t)
+	for team, pods := range map[string][]string{"vision": {"train", "notebook", "half"}, "llm": {"train", "half"}} {
+		file := filepath.Join(dir, team+".kubeconfig")
+		if !strings.Contains(out, "already written to "+file) {
+			t.Errorf("report does not point at %s", file)
+		}
+		got, errOut, err := run(ctx, kubectl, "--kubeconfig", file, "get", "pods", "-A", "--no-headers")
+		if err != nil {
+			t.Errorf("kubectl --kubeconfig %s get pods -A: %v\n%s", file, err, errOut)
+			continue
+		}
+		for _, p := range pods {
+			if !regexp.MustCompile(`(?m)^default\s+` + p + `\s+1/1\s+Running\s`).MatchString(got) {
+				t.Errorf("team %s: pod %s is not Running through its kubeconfig:\n%s", team, p, got)
+			}
+		}
+	}
+}
+
+// prepare skips where a real node cannot start, builds (once, cached) the
+// binaries as `make binaries` does and the gpuvc binary as `make build` does.
+func prepare(t *testing.T) (context.Context, string) {
+	t.Helper()
+	if l, err := net.Listen("tcp", ":6443"); err != nil {
+		t.Skipf("port 6443 is taken (a trial or another cluster with a real node runs here; `make trial-down` removes a trial): %v", err)
+	} else {
+		l.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	t.Cleanup(cancel)
+	if err := localcp.EnsureAll(ctx, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, buildGpuvc(t, ctx)
+}
+
+// down runs `gpuvc dev trial down` and checks that nothing is left.
+func down(t *testing.T, gpuvc, dir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, errOut, err := run(ctx, gpuvc, "dev", "trial", "down", "--dir", dir); err != nil {
+		t.Errorf("trial down: %v\n%s", err, errOut)
+	}
+	nothingLeft(t, ctx, dir)
+}
+
+// nothingLeft checks that no folder, node record, bridge, process or rule of a
+// real node started from dir remains.
+func nothingLeft(t *testing.T, ctx context.Context, dir string) {
+	t.Helper()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("down left %s (%v)", dir, err)
+	}
+	if _, err := os.Stat("/run/gpuvc-localnode"); !os.IsNotExist(err) {
+		t.Errorf("down left the node record /run/gpuvc-localnode (%v)", err)
+	}
+	if _, err := net.InterfaceByName("gpuvc0"); err == nil {
+		t.Error("down left the bridge gpuvc0")
+	}
+	if left := processesMentioning(dir); len(left) > 0 {
+		t.Errorf("down left processes: %v", left)
+	}
+	if b, err := exec.CommandContext(ctx, "iptables-save").Output(); err == nil {
+		for _, chain := range []string{"KUBE-ROUTER", "KUBE-POD-FW", "KUBE-NWPLCY", "KUBE-SERVICES", "GPUVC"} {
+			if bytes.Contains(b, []byte(chain)) {
+				t.Errorf("down left iptables chains %s*", chain)
+			}
+		}
+	}
+}
+
+func processesMentioning(s string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, e.Name()+" "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
+
+func run(ctx context.Context, bin string, args ...string) (string, string, error) {
+	var out, errOut bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// buildGpuvc builds the gpuvc binary as `make build` does.
+func buildGpuvc(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	out := filepath.Join(t.TempDir(), "gpuvc")
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", out, "./cmd/gpuvc")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building gpuvc: %v\n%s", err, b)
+	}
+	return out
+}
+
+func kubectlPath(t *testing.T) string {
+	t.Helper()
+	m, err := localcluster.LoadManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.ControlPlane()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Kubectl
+}

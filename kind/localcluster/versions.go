@@ -1,0 +1,35 @@
+package localcluster
+
+// Versions of the components the local cluster runs; the builder's wrapper
+// modules (e2e/localcp/tools) pin the same versions.
+const (
+	KubernetesVersion = "v1.36.3"
+	EtcdVersion       = "v3.6.16"
+	KwokVersion       = "v0.8.0"
+	ContainerdVersion = "v2.4.2"
+	KubeRouterVersion = "v2.1.0"
+	VClusterVersion   = "v0.36.1"
+	KineVersion       = "v0.17.5"
+	CoreDNSVersion    = "v1.14.2"
+)
+
+// Binaries are the paths of the executables a control plane is made of.
+type Binaries struct {
+	Etcd              string
+	APIServer         string
+	ControllerManager string
+	Scheduler         string
+	Kubectl           string
+	Kwok              string
+}
+
+// NodeBinaries are the executables of a real worker node.
+type NodeBinaries struct {
+	Kubelet, KubeProxy, Containerd, ContainerdShim, Ctr, KubeRouter string
+}
+
+// ImageBinaries go into the container images of vCluster's control plane. All are
+// statically linked: the images carry no libc.
+type ImageBinaries struct {
+	VCluster, Kine, CoreDNS string
+}

@@ -1,0 +1,418 @@
+package localnode
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
+)
+
+// Options configure a node.
+type Options struct {
+	// Name is the node's name; empty means "localnode".
+	Name string
+	// Labels are set on the Node object (by the admin client, so any key works)
+	// before Start returns; Taints are registered by the kubelet, so no pod lands
+	// before they are in place.
+	Labels map[string]string
+	Taints []corev1.Taint
+	// Images are docker-archive tarballs imported into containerd before the node
+	// registers. PauseImage, the sandbox image, must be one of them (by name).
+	Images     []string
+	PauseImage string
+	// GPUs, if set, are simulated GPUs served to this kubelet through the
+	// device-plugin API with the mixed MIG strategy: whole GPUs as nvidia.com/gpu,
+	// MIG devices as nvidia.com/mig-<profile>. The node also gets GPU Feature
+	// Discovery's labels. The seed defaults to the node name.
+	GPUs *inventory.Spec
+	// NetworkPolicy also runs kube-router's NetworkPolicy controller.
+	NetworkPolicy bool
+	// ClusterDNS are the nameservers pods get (none by default: pods have no DNS).
+	ClusterDNS []string
+	// Dir holds configuration, state, logs and the kubelet's and containerd's
+	// folders. Empty: a new temporary folder, removed by Stop.
+	Dir string
+	// Host is the machine slot to run on. Nil: Start acquires one and Stop
+	// releases it.
+	Host *Host
+	// Detached lets the node's daemons outlive this program (`gpuvc dev cluster
+	// up`, the Docker-less trial): they get their own session and no parent-death
+	// signal. Leave then lets the program exit with the node running; Teardown,
+	// from any later program, removes it.
+	Detached bool
+	// GPUAgent, if set, is a gpuvc binary whose `gpuvc agent --simulate ...
+	// --device-plugin` serves GPUs as a daemon of the node instead of this program
+	// (needed when Detached). It also publishes the inventory on the Node.
+	GPUAgent string
+	// Log receives progress lines. Nil discards them.
+	Log io.Writer
+}
+
+// Node is a running worker node.
+type Node struct {
+	Name string
+	Dir  string
+	IP   net.IP
+	// Inventory is the simulated GPU inventory served to the kubelet, if any.
+	Inventory inventory.Inventory
+	// ReadyAfter is how long the kubelet took from start to Node Ready.
+	ReadyAfter time.Duration
+
+	cp      *localcluster.ControlPlane
+	bins    *localcluster.NodeBinaries
+	opts    Options
+	log     io.Writer
+	host    *Host
+	ownHost bool
+	st      *nodeState
+
+	procs         []*process
+	proxyHealthz  int
+	routerHealthz int
+	stopGPUs      func()
+	gpuDone       chan error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Component names a process of the node.
+type Component string
+
+const (
+	Containerd Component = "containerd"
+	Kubelet    Component = "kubelet"
+	KubeProxy  Component = "kube-proxy"
+	KubeRouter Component = "kube-router"
+	GPUAgent   Component = "gpu-agent"
+)
+
+// fixedPaths are host paths outside the node's folder that the kubelet,
+// containerd, the CNI plugins or mount(8) use whatever their configuration: the
+// kubelet's device-plugin folder and container log links, the CNI result cache,
+// libmount's utab folder, and defaults this package's configuration moves away
+// (checked anyway). Those that do not exist yet are removed by Stop.
+var fixedPaths = []string{
+	"/var/lib/kubelet/device-plugins",
+	"/var/log/containers",
+	"/var/lib/cni",
+	"/run/mount",
+	"/var/log/pods",
+	"/run/containerd",
+	"/run/netns",
+	"/usr/libexec/kubernetes",
+}
+
+// Start starts a worker node joined to cp and waits until it is Ready, with its
+// images imported, its GPUs allocatable and kube-proxy (and kube-router) healthy.
+// cp should have been started with NodeIP for pods to reach the API server. On
+// error nothing it started is left running.
+func Start(ctx context.Context, cp *localcluster.ControlPlane, bins *localcluster.NodeBinaries, opts Options) (_ *Node, err error) {
+	began := time.Now()
+	if err := checkPrerequisites(bins, opts); err != nil {
+		return nil, err
+	}
+	if opts.Name == "" {
+		opts.Name = "localnode"
+	}
+	n := &Node{Name: opts.Name, IP: NodeIP, cp: cp, bins: bins, opts: opts, log: opts.Log, host: opts.Host}
+	if n.log == nil {
+		n.log = io.Discard
+	}
+	if n.host == nil {
+		if n.host, err = Acquire(ctx, n.log); err != nil {
+			return nil, err
+		}
+		n.ownHost = true
+	}
+	n.st = &nodeState{Name: n.Name, Dir: opts.Dir, Shim: bins.ContainerdShim, KubeProxy: bins.KubeProxy, Detached: opts.Detached}
+	if n.st.Dir == "" {
+		if n.st.Dir, err = os.MkdirTemp("", "gpuvc-node-"); err != nil {
+			return nil, err
+		}
+		n.st.RemoveDir = true
+	}
+	n.Dir = n.st.Dir
+	for _, p := range fixedPaths {
+		if top := topMissing(p); top != "" {
+			n.st.CreatedPaths = append(n.st.CreatedPaths, top)
+		}
+	}
+	if err := n.host.attach(n, n.st); err != nil {
+		if n.st.RemoveDir {
+			_ = os.RemoveAll(n.Dir)
+		}
+		if n.ownHost {
+			_ = n.host.Release()
+		}
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			if stopErr := n.Stop(); stopErr != nil {
+				err = errors.Join(err, fmt.Errorf("cleaning up: %w", stopErr))
+			}
+		}
+	}()
+	if err := os.MkdirAll(n.path("logs"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := createCgroupRoot(); err != nil {
+		return nil, err
+	}
+	n.logf("starting node %s in %s", n.Name, n.Dir)
+	if err := n.startContainerd(ctx); err != nil {
+		return nil, err
+	}
+	if err := n.ImportImages(ctx, opts.Images...); err != nil {
+		return nil, err
+	}
+	if err := n.checkImage(ctx, opts.PauseImage); err != nil {
+		return nil, err
+	}
+	if opts.GPUs != nil {
+		if err := n.serveGPUs(); err != nil {
+			return nil, err
+		}
+	}
+	kubeletStart := time.Now()
+	if err := n.startKubelet(); err != nil {
+		return nil, err
+	}
+	if err := n.startKubeProxy(); err != nil {
+		return nil, err
+	}
+	if err := n.waitNode(ctx); err != nil {
+		return nil, err
+	}
+	n.ReadyAfter = time.Since(kubeletStart)
+	n.logf("node %s Ready %v after the kubelet started", n.Name, n.ReadyAfter.Round(time.Millisecond))
+	n.checkAdvertisedIP(ctx)
+	if opts.GPUs != nil {
+		if err := n.waitGPUs(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := n.waitHTTP(ctx, KubeProxy, fmt.Sprintf("http://127.0.0.1:%d/healthz", n.proxyHealthz)); err != nil {
+		return nil, err
+	}
+	if opts.NetworkPolicy {
+		if err := n.startKubeRouter(ctx); err != nil {
+			return nil, err
+		}
+		if err := n.waitHTTP(ctx, KubeRouter, fmt.Sprintf("http://127.0.0.1:%d/healthz", n.routerHealthz)); err != nil {
+			return nil, err
+		}
+	}
+	n.logf("node %s ready in %v", n.Name, time.Since(began).Round(time.Millisecond))
+	return n, nil
+}
+
+// checkPrerequisites names the Debian package of each missing host tool.
+func checkPrerequisites(bins *localcluster.NodeBinaries, opts Options) error {
+	if os.Geteuid() != 0 {
+		return errors.New("localnode: a real node needs root (containerd, runc, cgroups, iptables, bridge)")
+	}
+	need := map[string]string{
+		runcPath:                               "runc",
+		"iptables":                             "iptables",
+		"iptables-save":                        "iptables",
+		"iptables-restore":                     "iptables",
+		filepath.Join(cniBinDir, "bridge"):     "containernetworking-plugins",
+		filepath.Join(cniBinDir, "host-local"): "containernetworking-plugins",
+		filepath.Join(cniBinDir, "portmap"):    "containernetworking-plugins",
+		filepath.Join(cniBinDir, "loopback"):   "containernetworking-plugins",
+	}
+	if opts.NetworkPolicy {
+		need["ipset"] = "ipset"
+	}
+	var missing []error
+	for bin, pkg := range need {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, fmt.Errorf("%s not found: install the Debian package %s", bin, pkg))
+		}
+	}
+	if bins == nil || bins.Kubelet == "" || bins.KubeProxy == "" || bins.Containerd == "" || bins.ContainerdShim == "" || bins.Ctr == "" ||
+		(opts.NetworkPolicy && bins.KubeRouter == "") {
+		missing = append(missing, errors.New("localnode: node binaries missing: "+localcluster.BuildHint+""))
+	}
+	if opts.PauseImage == "" {
+		missing = append(missing, errors.New("localnode: Options.PauseImage (the sandbox image, imported from Options.Images) is required"))
+	}
+	return errors.Join(missing...)
+}
+
+// topMissing returns the highest missing folder on the way to path ("" if path
+// exists): what removing would undo creating path.
+func topMissing(path string) string {
+	if _, err := os.Lstat(path); err == nil {
+		return ""
+	}
+	top := path
+	for dir := filepath.Dir(path); dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		if _, err := os.Lstat(dir); err == nil {
+			break
+		}
+		top = dir
+	}
+	return top
+}
+
+func (n *Node) path(elem ...string) string {
+	return filepath.Join(append([]string{n.Dir}, elem...)...)
+}
+
+func (n *Node) logf(format string, args ...any) {
+	fmt.Fprintf(n.log, "localnode: "+format+"\n", args...)
+}
+
+func (n *Node) start(c Component, bin string, args, env []string) error {
+	n.logf("starting %s", c)
+	p, err := startProcess(string(c), bin, args, env, n.path("logs"), n.opts.Detached)
+	if err != nil {
+		return err
+	}
+	n.procs = append(n.procs, p)
+	return n.host.recordPID(n, string(c), p.pid())
+}
+
+// LogPath returns the log file of a component.
+func (n *Node) LogPath(c Component) string { return n.path("logs", string(c)+".log") }
+
+// PIDs returns the process id of each component started, by name.
+func (n *Node) PIDs() map[Component]int {
+	pids := map[Component]int{}
+	for _, p := range n.procs {
+		pids[Component(p.name)] = p.pid()
+	}
+	return pids
+}
+
+// RSS returns the resident memory of each running component, in bytes.
+func (n *Node) RSS() map[Component]int64 {
+	rss := map[Component]int64{}
+	for _, p := range n.procs {
+		if p.exited() == nil {
+			rss[Component(p.name)] = rssBytes(p.pid())
+		}
+	}
+	return rss
+}
+
+const readyTimeout = 2 * time.Minute
+
+// poll runs cond until it reports done, failing fast if a component has exited.
+func (n *Node) poll(ctx context.Context, what string, cond func(ctx context.Context) (bool, error)) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
+		for _, p := range n.procs {
+			if err := p.exited(); err != nil {
+				return false, err
+			}
+		}
+		ok, err := cond(ctx)
+		last = err
+		return ok, nil
+	})
+	if err != nil {
+		if last != nil {
+			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, err, last)
+		}
+		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}
+
+func (n *Node) waitHTTP(ctx context.Context, c Component, url string) error {
+	client := &http.Client{
+		Timeout:   2 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // health probe of a local component
+	}
+	return n.poll(ctx, string(c)+" health", func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("%s answered %s", url, resp.Status)
+	})
+}
+
+// waitNode waits until the kubelet has registered the Node, labels it, and waits
+// until it is Ready.
+func (n *Node) waitNode(ctx context.Context) error {
+	nodes := n.cp.Client.CoreV1().Nodes()
+	if err := n.poll(ctx, "node "+n.Name+" registered", func(ctx context.Context) (bool, error) {
+		_, err := nodes.Get(ctx, n.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, err
+		}
+		return err == nil, err
+	}); err != nil {
+		return err
+	}
+	if err := n.patchLabels(ctx, n.opts.Labels); err != nil {
+		return err
+	}
+	return n.poll(ctx, "node "+n.Name+" Ready", func(ctx context.Context) (bool, error) {
+		node, err := nodes.Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return nodeReady(node), nil
+	})
+}
+
+func (n *Node) patchLabels(ctx context.Context, labels map[string]string) error {
+	if len(labels) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		return err
+	}
+	if _, err := n.cp.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("labelling node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// checkAdvertisedIP warns when the control plane does not advertise the node IP
+// (localcluster.Options.NodeIP): pods then cannot reach the API server, and without
+// the API server's kubelet client certificate logs and exec fail.
+func (n *Node) checkAdvertisedIP(ctx context.Context) {
+	list, err := n.cp.Client.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kubernetes"})
+	if err != nil {
+		return
+	}
+	for _, s := range list.Items {
+		for _, ep := range s.Endpoints {
+			for _, a := range ep.Addresses {
+				if a == NodeIP.String() {
+					return
+				}
+			}
+		}
+	}
+	n.logf("warning: the control plane does not advertise %s (start it with localcluster.Options{NodeIP: localnode.NodeIP}): pods cannot reach the API server, logs and exec fail", NodeIP)
+}
