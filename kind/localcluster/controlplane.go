@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+
+	"github.com/gpuvc/gpuvc/kind/supervise"
 )
 
 // Component names a process of the control plane.
@@ -75,7 +77,7 @@ type ControlPlane struct {
 	PKI        *PKI
 	Binaries   *Binaries
 
-	procs     []*process
+	procs     []*supervise.Process
 	removeDir bool
 	kcmPort   int
 	schedPort int
@@ -185,7 +187,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	start := func(c Component, bin string, args []string) error {
 		fmt.Fprintf(log, "localcluster: starting %s\n", c)
-		p, err := startProcess(string(c), bin, args, logDir, opts.Detached)
+		p, err := supervise.Start(string(c), bin, args, nil, logDir, opts.Detached)
 		if err != nil {
 			return err
 		}
@@ -259,7 +261,7 @@ func (cp *ControlPlane) kubeconfigPath(c Component) string {
 func (cp *ControlPlane) PIDs() map[string]int {
 	pids := map[string]int{}
 	for _, p := range cp.procs {
-		pids[p.name] = p.cmd.Process.Pid
+		pids[p.Name] = p.PID()
 	}
 	return pids
 }
@@ -286,7 +288,7 @@ func (cp *ControlPlane) Stop() error {
 	cp.stopped = true
 	var errs []error
 	for i := len(cp.procs) - 1; i >= 0; i-- {
-		errs = append(errs, cp.procs[i].stop(10*time.Second))
+		errs = append(errs, cp.procs[i].Stop(10*time.Second))
 	}
 	if cp.nodeIPLock != nil {
 		errs = append(errs, cp.nodeIPLock.Close())
@@ -320,7 +322,7 @@ func StopDetached(dir string) error {
 	var errs []error
 	for _, c := range []Component{Kwok, Scheduler, ControllerManager, APIServer, Etcd} {
 		if pid, ok := s.PIDs[string(c)]; ok {
-			errs = append(errs, stopPID(pid, 10*time.Second))
+			errs = append(errs, supervise.StopPID(pid, 10*time.Second))
 		}
 	}
 	return errors.Join(errs...)

@@ -21,7 +21,7 @@ func (cp *ControlPlane) poll(ctx context.Context, what string, cond func(ctx con
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
 		for _, p := range cp.procs {
-			if err := p.exited(); err != nil {
+			if err := p.Exited(); err != nil {
 				return false, err
 			}
 		}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpuvc/gpuvc/kind/supervise"
 )
 
 // cgroupRoot is the kubelet's cgroup root: every pod cgroup of the node lies under
@@ -140,7 +142,7 @@ func killCgroupProcs(timeout time.Duration) error {
 		}
 		var living []int
 		for _, pid := range pids {
-			if alive(pid) {
+			if supervise.Alive(pid) {
 				living = append(living, pid)
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}

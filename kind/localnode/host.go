@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/gpuvc/gpuvc/kind/localcluster"
+
+	"github.com/gpuvc/gpuvc/kind/supervise"
 )
 
 // Fixed places: only one node runs per machine (the kubelet's device-plugin
@@ -272,7 +274,7 @@ func (st *hostState) detachedRunning() string {
 	}
 	var live []string
 	for name, pid := range st.Node.PIDs {
-		if alive(pid) {
+		if supervise.Alive(pid) {
 			live = append(live, fmt.Sprintf("%s %s pid %d", st.Node.Name, name, pid))
 		}
 	}

@@ -24,6 +24,8 @@ import (
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
+
+	"github.com/gpuvc/gpuvc/kind/supervise"
 )
 
 // Options configure a node.
@@ -85,7 +87,7 @@ type Node struct {
 	ownHost bool
 	st      *nodeState
 
-	procs         []*process
+	procs         []*supervise.Process
 	proxyHealthz  int
 	routerHealthz int
 	stopGPUs      func()
@@ -287,12 +289,12 @@ func (n *Node) logf(format string, args ...any) {
 
 func (n *Node) start(c Component, bin string, args, env []string) error {
 	n.logf("starting %s", c)
-	p, err := startProcess(string(c), bin, args, env, n.path("logs"), n.opts.Detached)
+	p, err := supervise.Start(string(c), bin, args, env, n.path("logs"), n.opts.Detached)
 	if err != nil {
 		return err
 	}
 	n.procs = append(n.procs, p)
-	return n.host.recordPID(n, string(c), p.pid())
+	return n.host.recordPID(n, string(c), p.PID())
 }
 
 // LogPath returns the log file of a component.
@@ -302,7 +304,7 @@ func (n *Node) LogPath(c Component) string { return n.path("logs", string(c)+".l
 func (n *Node) PIDs() map[Component]int {
 	pids := map[Component]int{}
 	for _, p := range n.procs {
-		pids[Component(p.name)] = p.pid()
+		pids[Component(p.Name)] = p.PID()
 	}
 	return pids
 }
@@ -311,8 +313,8 @@ func (n *Node) PIDs() map[Component]int {
 func (n *Node) RSS() map[Component]int64 {
 	rss := map[Component]int64{}
 	for _, p := range n.procs {
-		if p.exited() == nil {
-			rss[Component(p.name)] = rssBytes(p.pid())
+		if p.Exited() == nil {
+			rss[Component(p.Name)] = rssBytes(p.PID())
 		}
 	}
 	return rss
@@ -325,7 +327,7 @@ func (n *Node) poll(ctx context.Context, what string, cond func(ctx context.Cont
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
 		for _, p := range n.procs {
-			if err := p.exited(); err != nil {
+			if err := p.Exited(); err != nil {
 				return false, err
 			}
 		}

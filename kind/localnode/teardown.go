@@ -11,6 +11,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuvc/gpuvc/kind/supervise"
 )
 
 // Stop stops every component and removes everything the node created: its
@@ -31,10 +33,10 @@ func (n *Node) stop() error {
 	}
 	// Daemons first, newest first, so nothing restarts containers while they die.
 	for i := len(n.procs) - 1; i >= 0; i-- {
-		if n.procs[i].name == string(Containerd) {
+		if n.procs[i].Name == string(Containerd) {
 			continue
 		}
-		errs = append(errs, n.procs[i].stop(5*time.Second))
+		errs = append(errs, n.procs[i].Stop(5*time.Second))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -79,7 +81,7 @@ func (n *Node) deleteNodeObject(ctx context.Context) error {
 // cleanupNode removes everything a node records in st; procs are its daemons
 // when this program started them (containerd is stopped here, after its
 // containers and shims), none after a crash.
-func cleanupNode(ctx context.Context, st *nodeState, procs ...*process) error {
+func cleanupNode(ctx context.Context, st *nodeState, procs ...*supervise.Process) error {
 	// Processes are matched and mounts detached by this prefix: a corrupt record
 	// must not widen it to the whole machine.
 	if !safeToRemove(st.Dir) {
@@ -98,7 +100,7 @@ func cleanupNode(ctx context.Context, st *nodeState, procs ...*process) error {
 		return p.mentions(st.Dir+"/") && !isDaemon(p.pid, procs)
 	}, 10*time.Second))
 	for _, p := range procs {
-		errs = append(errs, p.stop(5*time.Second))
+		errs = append(errs, p.Stop(5*time.Second))
 	}
 	errs = append(errs, killMatching(func(p procInfo) bool { return p.mentions(st.Dir + "/") }, 10*time.Second))
 	if err := unmountAll(st.Dir); err != nil {
@@ -137,9 +139,9 @@ func safeToRemove(path string) bool {
 	return filepath.IsAbs(path) && clean == path && strings.Count(clean, "/") >= 2
 }
 
-func isDaemon(pid int, procs []*process) bool {
+func isDaemon(pid int, procs []*supervise.Process) bool {
 	for _, p := range procs {
-		if p.pid() == pid {
+		if p.PID() == pid {
 			return true
 		}
 	}
