@@ -2,59 +2,23 @@ package localcluster
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/http"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-)
 
-// readyTimeout bounds each wait; a component that has not come up by then has failed.
-const readyTimeout = 2 * time.Minute
+	"github.com/gpuvc/gpuvc/kind/supervise"
+)
 
 // poll runs cond until it reports done, failing fast if any component has exited.
 func (cp *ControlPlane) poll(ctx context.Context, what string, cond func(ctx context.Context) (bool, error)) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
-		for _, p := range cp.procs {
-			if err := p.Exited(); err != nil {
-				return false, err
-			}
-		}
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		if last != nil {
-			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, err, last)
-		}
-		return fmt.Errorf("waiting for %s: %w", what, err)
-	}
-	return nil
+	return supervise.Poll(ctx, what, cp.procs, cond)
 }
 
-// waitHTTP waits for a health endpoint to answer 200. Serving certificates of the
-// controller manager and scheduler are self-signed, and health paths need no
-// credentials, so verification is skipped for this probe only.
+// waitHTTP waits for a component's health endpoint to answer 200.
 func (cp *ControlPlane) waitHTTP(ctx context.Context, c Component, url string) error {
-	client := &http.Client{
-		Timeout:   2 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // health probe of a local component
-	}
-	return cp.poll(ctx, string(c)+" health", func(ctx context.Context) (bool, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Errorf("%s answered %s", url, resp.Status)
-	})
+	return supervise.WaitHTTP(ctx, string(c), cp.procs, url)
 }
 
 func (cp *ControlPlane) waitAPIServer(ctx context.Context) error {

@@ -2,13 +2,11 @@ package localnode
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
@@ -320,44 +317,13 @@ func (n *Node) RSS() map[Component]int64 {
 	return rss
 }
 
-const readyTimeout = 2 * time.Minute
-
 // poll runs cond until it reports done, failing fast if a component has exited.
 func (n *Node) poll(ctx context.Context, what string, cond func(ctx context.Context) (bool, error)) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
-		for _, p := range n.procs {
-			if err := p.Exited(); err != nil {
-				return false, err
-			}
-		}
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		if last != nil {
-			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, err, last)
-		}
-		return fmt.Errorf("waiting for %s: %w", what, err)
-	}
-	return nil
+	return supervise.Poll(ctx, what, n.procs, cond)
 }
 
 func (n *Node) waitHTTP(ctx context.Context, c Component, url string) error {
-	client := &http.Client{
-		Timeout:   2 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // health probe of a local component
-	}
-	return n.poll(ctx, string(c)+" health", func(ctx context.Context) (bool, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Errorf("%s answered %s", url, resp.Status)
-	})
+	return supervise.WaitHTTP(ctx, string(c), n.procs, url)
 }
 
 // waitNode waits until the kubelet has registered the Node, labels it, and waits
