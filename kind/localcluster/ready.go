@@ -71,7 +71,7 @@ func (cp *ControlPlane) WaitForNodesReady(ctx context.Context, names []string) e
 			if err != nil {
 				return false, err
 			}
-			if !nodeReady(node) {
+			if !NodeReady(node) {
 				return false, nil
 			}
 		}
@@ -79,7 +79,8 @@ func (cp *ControlPlane) WaitForNodesReady(ctx context.Context, names []string) e
 	})
 }
 
-func nodeReady(n *corev1.Node) bool {
+// NodeReady reports whether a Node's Ready condition is true.
+func NodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue

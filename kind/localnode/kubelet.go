@@ -3,7 +3,6 @@ package localnode
 import (
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
@@ -106,14 +105,4 @@ func (n *Node) startKubelet() error {
 		"--v=1",
 	}
 	return n.start("kubelet", n.bins.Kubelet, args, nil)
-}
-
-// nodeReady reports whether a Node's Ready condition is true.
-func nodeReady(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -347,7 +347,7 @@ func (n *Node) waitNode(ctx context.Context) error {
 		if err != nil {
 			return false, err
 		}
-		return nodeReady(node), nil
+		return localcluster.NodeReady(node), nil
 	})
 }
 

@@ -24,6 +24,8 @@ import (
 
 	"github.com/gpuvc/gpuvc/charts/installer"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
+
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 )
 
 // DefaultName is the kind cluster `make trial` creates.
@@ -286,7 +288,7 @@ func (s *session) waitNodes(ctx context.Context) error {
 		var missing []string
 		for _, name := range want {
 			n, err := s.cluster.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !nodeReady(n) {
+			if err != nil || !localcluster.NodeReady(n) {
 				missing = append(missing, name)
 			}
 		}
@@ -312,15 +314,6 @@ func (s *session) waitNodes(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("node %s has no InternalIP address", system)
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // loadImages loads the gpuvc image (and any other archives) into every node's
