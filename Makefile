@@ -59,7 +59,7 @@ trial: build ## Try gpuvc: gpuvc installed, two teams running GPU pods in their 
 	if [ "$$backend" = kind ]; then \
 		$(MAKE) --no-print-directory image && bin/gpuvc dev trial up --image $(IMAGE); \
 	else \
-		$(MAKE) --no-print-directory binaries && bin/gpuvc dev trial up --local; \
+		bash .ci/host-packages && $(MAKE) --no-print-directory binaries && bin/gpuvc dev trial up --local; \
 	fi
 
 trial-down: build ## Remove the trial: local cluster and real node (nothing left behind) or kind cluster (succeeds if there is none)

@@ -96,6 +96,11 @@ func startLocal(ctx context.Context, opts Options, log *progress) (*Cluster, err
 		Name: opts.Name, Kubeconfig: opts.KubeconfigPath(), Local: true,
 		Description: "the local cluster (no Docker: control-plane processes and a real node, " + localstack.RealNodeName + ", on this machine)",
 	}
+	if m, err := localcluster.LoadManifest(); err == nil {
+		if b, err := m.ControlPlane(); err == nil {
+			c.Kubectl = b.Kubectl
+		}
+	}
 	if localstack.Running(dir) && localstack.HasRealNode(dir) {
 		log.printf("the local trial cluster in %s is running: reusing it (`make trial-down` for a fresh one)", dir)
 	} else {

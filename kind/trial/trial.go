@@ -114,6 +114,9 @@ type Cluster struct {
 	// what runs, for the report.
 	Local       bool
 	Description string
+	// Kubectl is the kubectl built with the binaries, for the report ("" with kind,
+	// where the user has their own).
+	Kubectl string
 }
 
 // Start brings up the trial's kind cluster (or reuses the one named

@@ -425,11 +425,16 @@ func (r *Result) Print(w io.Writer, gpuvc string) {
 		}
 	}
 	_ = tw.Flush()
+	kubectl := "kubectl"
+	if r.Cluster.Kubectl != "" {
+		kubectl = r.Cluster.Kubectl
+		fmt.Fprintf(w, "\nkubectl below is the one built with the binaries; any kubectl works.\n")
+	}
 	fmt.Fprintf(w, "\nThe host cluster, as a platform engineer:\n  export KUBECONFIG=%s\n  %s team list -o wide\n", r.Cluster.Kubeconfig, gpuvc)
 	for _, t := range r.Teams {
 		fmt.Fprintf(w, "\nTeam %s (pool %s; %s), as a team member — its own cluster at %s:\n", t.Name, t.Pool, t.Command, t.Server)
 		fmt.Fprintf(w, "  %s team kubeconfig %s -f %s.kubeconfig   # already written to %s\n", gpuvc, t.Name, t.Name, t.Kubeconfig)
-		fmt.Fprintf(w, "  kubectl --kubeconfig %s.kubeconfig get pods -o wide\n", t.Name)
+		fmt.Fprintf(w, "  %s --kubeconfig %s get pods -o wide\n", kubectl, t.Kubeconfig)
 	}
 	fmt.Fprintf(w, "\nGPUs are simulated: pods are scheduled and given device IDs, nothing runs on a GPU.\nRemove everything with: make trial-down\n")
 }

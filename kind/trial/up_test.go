@@ -110,12 +110,19 @@ func TestResultPrintSaysWhereAndHowToConnect(t *testing.T) {
 	}
 	var out bytes.Buffer
 	r.Print(&out, "bin/gpuvc")
+	local := *r
+	local.Cluster = &Cluster{Kubeconfig: "/k", Local: true, Kubectl: "/cache/bin/kubernetes-x/kubectl"}
+	var localOut bytes.Buffer
+	local.Print(&localOut, "bin/gpuvc")
+	if !strings.Contains(localOut.String(), "/cache/bin/kubernetes-x/kubectl --kubeconfig /home/u/.cache/gpuvc/trial/vision.kubeconfig get pods") {
+		t.Errorf("the local trial's report does not name the kubectl built with the binaries:\n%s", localOut.String())
+	}
 	for _, want := range []string{
 		"a100-0  a100  nvidia.com/gpu: 4, nvidia.com/mig-1g.10gb: 8",
 		"vision  notebook     nvidia.com/mig-1g.10gb: 1  team-vision/notebook-x-default-x-vision  a100-0",
 		"export KUBECONFIG=/home/u/.cache/gpuvc/trial/gpuvc-trial.kubeconfig",
 		"bin/gpuvc team kubeconfig vision -f vision.kubeconfig",
-		"kubectl --kubeconfig vision.kubeconfig get pods",
+		"kubectl --kubeconfig /home/u/.cache/gpuvc/trial/vision.kubeconfig get pods",
 		"https://172.18.0.3:31443",
 		"make trial-down",
 	} {
