@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -121,8 +122,9 @@ func FuzzParseShare(f *testing.F) {
 			return
 		}
 		if isFraction {
-			q, err := resource.ParseQuantity(s.fraction)
-			if err != nil || q.Sign() <= 0 || q.Cmp(resource.MustParse("1")) >= 0 {
+			// Float, as gpu/share reads it (a Quantity would round to nano units).
+			f, err := strconv.ParseFloat(s.fraction, 64)
+			if err != nil || f <= 0 || f >= 1 {
 				t.Fatalf("accepted fraction %q as %q", value, s.fraction)
 			}
 		} else if s.memoryMiB <= 0 {
