@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuvc/gpuvc/kind/nodepool"
-
 	"github.com/gpuvc/gpuvc/kind/supervise"
 )
 

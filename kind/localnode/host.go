@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-
 	"github.com/gpuvc/gpuvc/kind/supervise"
 )
 

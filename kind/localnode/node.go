@@ -21,7 +21,6 @@ import (
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-
 	"github.com/gpuvc/gpuvc/kind/supervise"
 )
 

@@ -23,9 +23,8 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
 	"github.com/gpuvc/gpuvc/charts/installer"
-	"github.com/gpuvc/gpuvc/kind/nodepool"
-
 	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/kind/nodepool"
 )
 
 // DefaultName is the kind cluster `make trial` creates.

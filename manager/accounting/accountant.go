@@ -14,9 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
-
 	"github.com/gpuvc/gpuvc/manager/api/contract"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
 // Options configure the Accountant. Zero fields take the defaults.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-
 	"github.com/gpuvc/gpuvc/manager/api/scheme"
 )
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/gpuvc/gpuvc/gpu/mig"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
-
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 

@@ -10,9 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuvc/gpuvc/manager/accounting"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
-
 	"github.com/gpuvc/gpuvc/manager/api/contract"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
 // Usage is the GPU time teams held in a window, from the manager's accounting

@@ -13,10 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuvc/gpuvc/manager/accounting"
+	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
-
-	"github.com/gpuvc/gpuvc/manager/api/scheme"
 
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
