@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/gpuvc/gpuvc/manager/api/podstatus"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	appsv1 "k8s.io/api/apps/v1"
@@ -155,24 +155,8 @@ func workloadReadiness(spec Spec, w *workload, pods []corev1.Pod) Readiness {
 // podHint explains the first control-plane pod that is not ready: unschedulable,
 // waiting on an image, crashing — what a platform engineer looks at next.
 func podHint(pods []corev1.Pod) string {
-	for _, p := range pods {
-		if podReady(p) {
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				return fmt.Sprintf("; pod %s cannot be scheduled: %s", p.Name, c.Message)
-			}
-		}
-		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-			if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
-				return strings.TrimSpace(fmt.Sprintf("; pod %s container %s is waiting: %s %s", p.Name, cs.Name, w.Reason, w.Message))
-			}
-		}
-		if p.Status.Phase == "" {
-			return fmt.Sprintf("; pod %s has no status yet", p.Name)
-		}
-		return fmt.Sprintf("; pod %s is %s", p.Name, p.Status.Phase)
+	if why := podstatus.FirstNotReady(pods); why != "" {
+		return "; " + why
 	}
 	return ""
 }

@@ -97,7 +97,7 @@ func TestWorkloadReadiness(t *testing.T) {
 				Message: "vCluster control plane StatefulSet team-fraud/fraud is starting: 0 of 1 replicas ready; pod fraud-0 cannot be scheduled: 0/4 nodes are available: 3 node(s) had untolerated taint {gpuvc.dev/pool: a100}."}},
 		"image pull": {sts(func(s *appsv1.StatefulSet) { s.Status.ReadyReplicas = 0 }), []corev1.Pod{pulling},
 			Readiness{Reason: ReasonControlPlaneStarting,
-				Message: "vCluster control plane StatefulSet team-fraud/fraud is starting: 0 of 1 replicas ready; pod fraud-0 container syncer is waiting: ImagePullBackOff Back-off pulling image"}},
+				Message: "vCluster control plane StatefulSet team-fraud/fraud is starting: 0 of 1 replicas ready; pod fraud-0 container syncer is waiting: ImagePullBackOff: Back-off pulling image"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuvc/gpuvc/charts"
+	"github.com/gpuvc/gpuvc/manager/api/podstatus"
 )
 
 // Workload is an object of the release whose readiness --wait waits for: the
@@ -126,7 +126,7 @@ func statusOf(ctx context.Context, cs kubernetes.Interface, w Workload) (Workloa
 	if err != nil {
 		return s, err
 	}
-	if why := podsProblem(pods.Items); why != "" {
+	if why := podstatus.FirstNotReady(pods.Items); why != "" {
 		s.Status += "; " + why
 	}
 	return s, nil
@@ -204,61 +204,6 @@ func endpointsStatus(slices []discoveryv1.EndpointSlice) (bool, string) {
 		return true, "1 ready endpoint"
 	}
 	return true, fmt.Sprintf("%d ready endpoints", len(ready))
-}
-
-// podsProblem describes the first pod (by name) that is not ready, or "".
-func podsProblem(pods []corev1.Pod) string {
-	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
-	for i := range pods {
-		if why := podProblem(&pods[i]); why != "" {
-			return why
-		}
-	}
-	return ""
-}
-
-func podProblem(p *corev1.Pod) string {
-	if p.DeletionTimestamp != nil {
-		return ""
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return ""
-		}
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			return fmt.Sprintf("pod %s not scheduled: %s", p.Name, firstNonEmpty(c.Message, c.Reason))
-		}
-	}
-	containers := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
-	for _, c := range containers {
-		switch {
-		case c.State.Waiting != nil && c.State.Waiting.Reason != "":
-			why := c.State.Waiting.Reason
-			if c.State.Waiting.Message != "" {
-				why += ": " + c.State.Waiting.Message
-			}
-			if t := c.LastTerminationState.Terminated; t != nil {
-				why += fmt.Sprintf(" (restarted %d times, last exit code %d %s)", c.RestartCount, t.ExitCode, t.Reason)
-			}
-			return fmt.Sprintf("pod %s container %s: %s", p.Name, c.Name, why)
-		case c.State.Terminated != nil && c.State.Terminated.ExitCode != 0:
-			return fmt.Sprintf("pod %s container %s exited with code %d %s", p.Name, c.Name, c.State.Terminated.ExitCode, c.State.Terminated.Reason)
-		case c.State.Running != nil && !c.Ready:
-			return fmt.Sprintf("pod %s container %s running, not ready yet (readiness probe)", p.Name, c.Name)
-		}
-	}
-	return fmt.Sprintf("pod %s %s", p.Name, p.Status.Phase)
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
 }
 
 // Snapshot reads every workload's status once.

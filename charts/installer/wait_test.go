@@ -154,35 +154,6 @@ func TestEndpointsStatus(t *testing.T) {
 	}
 }
 
-func TestPodProblem(t *testing.T) {
-	pod := func(status corev1.PodStatus) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "m-1"}, Status: status}
-	}
-	cases := map[string]struct {
-		pod  corev1.Pod
-		want string
-	}{
-		"ready": {pod(corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}), ""},
-		"unschedulable": {pod(corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-			Reason: "Unschedulable", Message: "0/4 nodes are available"}}}), "pod m-1 not scheduled: 0/4 nodes are available"},
-		"image": {pod(corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "manager",
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "not found"}}}}}),
-			"pod m-1 container manager: ImagePullBackOff: not found"},
-		"crashing": {pod(corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "manager", RestartCount: 3,
-			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
-			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}}}}),
-			"pod m-1 container manager: CrashLoopBackOff (restarted 3 times, last exit code 1 Error)"},
-		"probe": {pod(corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "manager",
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}), "pod m-1 container manager running, not ready yet (readiness probe)"},
-		"pending": {pod(corev1.PodStatus{Phase: corev1.PodPending}), "pod m-1 Pending"},
-	}
-	for name, tc := range cases {
-		if got := podProblem(&tc.pod); got != tc.want {
-			t.Errorf("%s: got %q, want %q", name, got, tc.want)
-		}
-	}
-}
-
 // TestWaitReadyReportsChangesUntilReady: the Deployment becomes available on the
 // third read; progress reports the first state and each change, no repeats.
 func TestWaitReadyReportsChangesUntilReady(t *testing.T) {
@@ -237,7 +208,7 @@ func TestWaitReadyTimeoutSaysWhatAndWhy(t *testing.T) {
 	}
 	for _, s := range []string{
 		"not ready after",
-		"Deployment gpuvc-manager: 0/2 replicas available; pod gpuvc-manager-x not scheduled: 0/4 nodes are available",
+		"Deployment gpuvc-manager: 0/2 replicas available; pod gpuvc-manager-x cannot be scheduled: 0/4 nodes are available",
 		"Service gpuvc-webhook: no ready endpoints",
 	} {
 		if !strings.Contains(err.Error(), s) {

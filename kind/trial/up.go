@@ -23,6 +23,7 @@ import (
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/manager/api/podstatus"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
@@ -316,7 +317,7 @@ func followPod(ctx context.Context, host, vc kubernetes.Interface, team string, 
 			report("waiting for vCluster to create it on the host")
 			return false, nil
 		}
-		report(hostPodStatus(hp))
+		report(podstatus.Summary(hp))
 		return hp.Status.Phase == corev1.PodRunning, nil
 	})
 	if refused != "" {
@@ -353,31 +354,6 @@ func warning(ctx context.Context, vc kubernetes.Interface, p *corev1.Pod) string
 		}
 	}
 	return ""
-}
-
-// hostPodStatus summarises a host pod: phase, scheduling gates, why it waits.
-func hostPodStatus(p *corev1.Pod) string {
-	s := string(p.Status.Phase)
-	if p.Spec.NodeName != "" {
-		s += " on " + p.Spec.NodeName
-	}
-	for _, g := range p.Spec.SchedulingGates {
-		s += ", gated by " + g.Name + " (the share controller is finding it a GPU)"
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
-			s += ", " + c.Reason + ": " + c.Message
-		}
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil {
-			s += ", " + w.Reason
-			if w.Message != "" {
-				s += ": " + w.Message
-			}
-		}
-	}
-	return s
 }
 
 // visibleDevices reads the line the demo container printed at start.

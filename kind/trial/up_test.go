@@ -84,19 +84,6 @@ func TestFollowPodStopsAtARefusal(t *testing.T) {
 	}
 }
 
-func TestHostPodStatusSaysWhyItWaits(t *testing.T) {
-	p := hostPod("llm", "half", corev1.PodPending, "")
-	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: contract.GateGPUShare}}
-	if got := hostPodStatus(p); !strings.Contains(got, "gated by gpuvc.dev/gpu-share") {
-		t.Errorf("status %q", got)
-	}
-	p = hostPod("llm", "train", corev1.PodPending, "h100-0")
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "pull access denied"}}}}
-	if got := hostPodStatus(p); got != "Pending on h100-0, ErrImagePull: pull access denied" {
-		t.Errorf("status %q", got)
-	}
-}
-
 func TestResultPrintSaysWhereAndHowToConnect(t *testing.T) {
 	r := &Result{
 		Cluster: &Cluster{Name: "gpuvc-trial", Kubeconfig: "/home/u/.cache/gpuvc/trial/gpuvc-trial.kubeconfig"},
