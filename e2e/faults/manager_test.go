@@ -20,7 +20,9 @@ import (
 )
 
 // manager is the gpuvc manager as a child process, which the tests kill with
-// SIGKILL (no shutdown of any kind) and start again on the same port.
+// SIGKILL (no shutdown of any kind) and start again on the same port. Like a
+// kubelet, it restarts the process when it exits by itself (the manager exits
+// when it cannot register its webhook, e.g. while the API server restarts).
 type manager struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -28,6 +30,7 @@ type manager struct {
 	port   int
 	kills  int
 	starts int
+	exits  int // exits the manager chose (restarted as a kubelet would)
 }
 
 func startManager(ctx context.Context) (*manager, error) {
@@ -69,19 +72,34 @@ func (m *manager) start() error {
 	return nil
 }
 
-// kill SIGKILLs the manager and waits for it to be gone.
-func (m *manager) kill() error {
+// kill SIGKILLs the manager and waits for it to be gone; a manager that had
+// exited by itself counts as an exit, not a kill.
+func (m *manager) kill() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	select {
 	case <-m.done:
-		return fmt.Errorf("the manager had exited by itself (see %s)", filepath.Join(env.cp.Dir, "logs", "gpuvc-manager.log"))
+		m.exits++
+		return
 	default:
 	}
 	_ = m.cmd.Process.Kill()
 	<-m.done
 	m.kills++
-	return nil
+}
+
+// restartIfExited starts the manager again if it exited by itself.
+func (m *manager) restartIfExited() error {
+	m.mu.Lock()
+	select {
+	case <-m.done:
+		m.exits++
+		m.mu.Unlock()
+		return m.start()
+	default:
+		m.mu.Unlock()
+		return nil
+	}
 }
 
 // stop ends the manager for good (SIGKILL: nothing to flush).
@@ -97,10 +115,8 @@ func (m *manager) stop() error {
 // API server refuses every pod of a team namespace.
 func (m *manager) waitServing(ctx context.Context) error {
 	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case <-m.done:
-			return false, fmt.Errorf("the manager exited (see %s)", filepath.Join(env.cp.Dir, "logs", "gpuvc-manager.log"))
-		default:
+		if err := m.restartIfExited(); err != nil {
+			return false, err
 		}
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", m.port),
 			&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only probes that the port serves
@@ -133,9 +149,7 @@ func startKiller(rng *rand.Rand) *killer {
 					return nil
 				case <-time.After(up):
 				}
-				if err := env.mgr.kill(); err != nil {
-					return err
-				}
+				env.mgr.kill()
 				select {
 				case <-ctx.Done():
 				case <-time.After(down):
