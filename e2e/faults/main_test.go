@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -61,8 +62,14 @@ func pools() []nodepool.Pool {
 	}
 }
 
+// TestMain starts the control plane, the gpuvc binary and its manager only
+// when a test will run (`make bench` runs no test here).
 func TestMain(m *testing.M) {
 	env.size = sizeFromEnv()
+	flag.Parse()
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "^$" {
+		os.Exit(m.Run())
+	}
 	os.Exit(localcp.RunTests(m, localcluster.Options{Pools: pools()}, setUp))
 }
 

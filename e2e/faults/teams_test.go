@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 
 // createTeams creates the Teams concurrently, retrying while the API server
@@ -100,7 +102,7 @@ func deleteTeams(ctx context.Context, t *testing.T, names []string, timeout time
 		for _, n := range names {
 			tm, err := env.teams.Get(ctx, n)
 			switch {
-			case apierrors.IsNotFound(err):
+			case errors.Is(err, teamctl.ErrNotFound):
 			case err != nil:
 				half = append(half, fmt.Sprintf("%s: %v", n, err))
 			default:
