@@ -222,7 +222,7 @@ func TestChurnUnderFaults(t *testing.T) {
 		t.Errorf("%d pods were admitted without the share gate", ungated)
 	}
 	t.Logf("faults: seed %d; %d teams provisioned in %s under kills; %d fractional pods created over %s (%d requests refused while the manager or API server was away); "+
-		"%d manager kills during churn, %d in all (+%d exits of its own, restarted), 1 API server restart; watcher saw %d pod events, max Σ on one GPU %.2f, %d over 1; "+
+		"%d manager kills until the churn ended, %d in all (+%d exits of its own, restarted), 1 API server restart; watcher saw %d pod events, max Σ on one GPU %.2f, %d over 1; "+
 		"%d pods stuck gated, %d leaked reservations, %d objects left by deleted teams; total %s",
 		env.size.seed, len(names), provisionedIn.Round(time.Second), created.Load(), churnTook.Round(time.Second), refused,
 		killsDuringChurn, env.mgr.kills, env.mgr.exits, events, maxGPU, len(violations), stuck, leaked, len(left), time.Since(began).Round(time.Second))

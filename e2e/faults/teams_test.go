@@ -200,7 +200,7 @@ func TestConcurrentTeamsLeaveNothing(t *testing.T) {
 		teams, names = append(teams, tm), append(names, tm.Name)
 	}
 	rng := newRand(2)
-	began := time.Now()
+	began, killsBefore := time.Now(), env.mgr.kills
 	k := startKiller(rng)
 	createTeams(ctx, t, teams)
 	waitProvisioned(ctx, t, names, 8*time.Minute)
@@ -212,6 +212,6 @@ func TestConcurrentTeamsLeaveNothing(t *testing.T) {
 	if left := leftovers(ctx, t, names); len(left) > 0 {
 		t.Errorf("%d objects left behind by %d deleted teams:\n%s", len(left), n, strings.Join(left, "\n"))
 	}
-	t.Logf("faults: %d teams created concurrently, provisioned in %s, deleted in %s, manager kills so far %d, nothing left",
-		n, created.Round(time.Second), (time.Since(began) - created).Round(time.Second), env.mgr.kills)
+	t.Logf("faults: seed %d; %d teams created concurrently, provisioned in %s, deleted in %s, %d manager kills meanwhile; %d objects left",
+		env.size.seed, n, created.Round(time.Second), (time.Since(began) - created).Round(time.Second), env.mgr.kills-killsBefore, len(leftovers(ctx, t, names)))
 }
