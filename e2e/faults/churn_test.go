@@ -135,7 +135,7 @@ func TestChurnUnderFaults(t *testing.T) {
 		tm := teamObj(fmt.Sprintf("churn-%d", i), quotaGPUs)
 		teams, names = append(teams, tm), append(names, tm.Name)
 	}
-	k := startKiller(newRand(1))
+	k := startKiller(newRand(1), env.size.killEvery)
 	createTeams(ctx, t, teams)
 	waitProvisioned(ctx, t, names, 8*time.Minute)
 	for _, n := range names {
@@ -199,7 +199,7 @@ func TestChurnUnderFaults(t *testing.T) {
 	leaked := waitNoReservations(ctx, t, churns)
 
 	// Teams go while the manager is killed again.
-	k = startKiller(newRand(3))
+	k = startKiller(newRand(3), env.size.killEvery)
 	deleteTeams(ctx, t, names, 8*time.Minute)
 	if err := k.stop(ctx); err != nil {
 		t.Fatal(err)

@@ -31,17 +31,23 @@ var env struct {
 // size is how much fault the run injects: the default fits `make test`;
 // GPUVC_FAULTS=full is the run docs/benchmarks.md reports.
 type size struct {
-	pods      int   // fractional pods created over the churn
-	teams     int   // teams the pods churn across
-	together  int   // teams created and deleted concurrently
-	seed      int64 // of every random choice (GPUVC_FAULTS_SEED)
-	killEvery [2]float64
+	pods      int        // fractional pods created over the churn
+	teams     int        // teams the pods churn across
+	together  int        // teams created and deleted concurrently
+	seed      int64      // of every random choice (GPUVC_FAULTS_SEED)
+	killEvery [2]float64 // seconds the manager lives between kills
+	// teamKillEvery is killEvery while teams are created together: one Helm
+	// install of the vCluster chart takes seconds here and the Team reconciler
+	// has one worker, so with 50 teams queued a manager killed every few seconds
+	// re-reconciles the head of its queue in every life and never reaches some
+	// teams (no controller progresses when it crash-loops that fast).
+	teamKillEvery [2]float64
 }
 
 func sizeFromEnv() size {
-	s := size{pods: 150, teams: 5, together: 10, seed: 17, killEvery: [2]float64{1.5, 5}}
+	s := size{pods: 150, teams: 5, together: 10, seed: 17, killEvery: [2]float64{1.5, 5}, teamKillEvery: [2]float64{1.5, 5}}
 	if os.Getenv("GPUVC_FAULTS") == "full" {
-		s.pods, s.together = 1000, 50
+		s.pods, s.together, s.teamKillEvery = 1000, 50, [2]float64{5, 15}
 	}
 	if v, err := strconv.ParseInt(os.Getenv("GPUVC_FAULTS_SEED"), 10, 64); err == nil {
 		s.seed = v

@@ -128,17 +128,18 @@ func (m *manager) waitServing(ctx context.Context) error {
 	})
 }
 
-// killer kills the manager at random instants (up for killEvery seconds, then
-// down for up to 2 s) until stopped, and leaves it running and serving.
+// killer kills the manager at random instants (up for every[0] to every[1]
+// seconds, then down for up to 2 s) until stopped, and leaves it running and
+// serving.
 type killer struct {
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func startKiller(rng *rand.Rand) *killer {
+func startKiller(rng *rand.Rand, every [2]float64) *killer {
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &killer{cancel: cancel, done: make(chan error, 1)}
-	lo, hi := env.size.killEvery[0], env.size.killEvery[1]
+	lo, hi := every[0], every[1]
 	go func() {
 		k.done <- func() error {
 			for {

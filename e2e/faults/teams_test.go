@@ -57,18 +57,21 @@ func provisioned(tm *gpuvcv1.Team) bool {
 // the teams left half-created and their conditions.
 func waitProvisioned(ctx context.Context, t *testing.T, names []string, timeout time.Duration) {
 	t.Helper()
-	var half []string
+	var half []string // of the last complete look
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		half = nil
+		var now []string
 		for _, n := range names {
 			tm, err := env.teams.Get(ctx, n)
 			switch {
+			case ctx.Err() != nil:
+				return false, nil
 			case err != nil:
-				half = append(half, fmt.Sprintf("%s: %v", n, err))
+				now = append(now, fmt.Sprintf("%s: %v", n, err))
 			case !provisioned(tm):
-				half = append(half, fmt.Sprintf("%s: %s", n, conditions(tm)))
+				now = append(now, fmt.Sprintf("%s: %s", n, conditions(tm)))
 			}
 		}
+		half = now
 		return len(half) == 0, nil
 	})
 	if err != nil {
@@ -96,19 +99,22 @@ func deleteTeams(ctx context.Context, t *testing.T, names []string, timeout time
 		})
 	}
 	wg.Wait()
-	var half []string
+	var half []string // of the last complete look
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		half = nil
+		var now []string
 		for _, n := range names {
 			tm, err := env.teams.Get(ctx, n)
 			switch {
+			case ctx.Err() != nil:
+				return false, nil
 			case errors.Is(err, teamctl.ErrNotFound):
 			case err != nil:
-				half = append(half, fmt.Sprintf("%s: %v", n, err))
+				now = append(now, fmt.Sprintf("%s: %v", n, err))
 			default:
-				half = append(half, fmt.Sprintf("%s: %s", n, conditions(tm)))
+				now = append(now, fmt.Sprintf("%s: %s", n, conditions(tm)))
 			}
 		}
+		half = now
 		return len(half) == 0, nil
 	})
 	if err != nil {
@@ -201,7 +207,7 @@ func TestConcurrentTeamsLeaveNothing(t *testing.T) {
 	}
 	rng := newRand(2)
 	began, killsBefore := time.Now(), env.mgr.kills
-	k := startKiller(rng)
+	k := startKiller(rng, env.size.teamKillEvery)
 	createTeams(ctx, t, teams)
 	waitProvisioned(ctx, t, names, 8*time.Minute)
 	created := time.Since(began)
