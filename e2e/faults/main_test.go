@@ -36,11 +36,12 @@ type size struct {
 	together  int        // teams created and deleted concurrently
 	seed      int64      // of every random choice (GPUVC_FAULTS_SEED)
 	killEvery [2]float64 // seconds the manager lives between kills
-	// teamKillEvery is killEvery while teams are created together: one Helm
-	// install of the vCluster chart takes seconds here and the Team reconciler
-	// has one worker, so with 50 teams queued a manager killed every few seconds
-	// re-reconciles the head of its queue in every life and never reaches some
-	// teams (no controller progresses when it crash-loops that fast).
+	// teamKillEvery is killEvery while teams are created together. With 50
+	// teams and kills every 1.5–5 s, 3 teams still had no status after 8 min:
+	// a manager life, less its start-up, was shorter than their reconcile (host
+	// objects, then a Helm install that takes seconds on a loaded machine,
+	// before the status is written) on the reconciler's one worker. No
+	// controller progresses when it crash-loops that fast.
 	teamKillEvery [2]float64
 }
 
