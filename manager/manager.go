@@ -114,7 +114,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 			return nil, err
 		}
 	}
-	vc, err := vclusters.New(cfg)
+	vc, err := vclusters.New(cfg, vclusters.WithAloneSince(aloneSince(ctx, mgr, opts.LeaderElection)))
 	if err != nil {
 		return nil, err
 	}

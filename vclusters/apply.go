@@ -133,11 +133,23 @@ func (c *Client) namespaceExists(ctx context.Context, namespace string) error {
 // its state at since may still be running.
 func (c *Client) checkStale(rel *release.Release, since time.Time) error {
 	age := c.clock.Since(since)
-	if since.IsZero() || age >= c.staleAfter {
+	if since.IsZero() || age >= c.staleAfter || c.leftByGoneProcess(since) {
 		return nil
 	}
 	return fmt.Errorf("%w: revision %d of %s/%s has been %s for %s; it is taken as interrupted after %s",
 		ErrOperationInProgress, rel.Version, rel.Namespace, rel.Name, rel.Info.Status, age.Round(time.Second), c.staleAfter)
+}
+
+// leftByGoneProcess: the operation began before this process started acting
+// alone, so whoever ran it is gone. Whole seconds, as Helm may store times
+// truncated: an operation of this process's first second is never taken for
+// a gone one's.
+func (c *Client) leftByGoneProcess(since time.Time) bool {
+	if c.aloneSince == nil {
+		return false
+	}
+	alone := c.aloneSince()
+	return !alone.IsZero() && since.Before(alone.Truncate(time.Second))
 }
 
 func (c *Client) install(ctx context.Context, cfg *action.Configuration, spec Spec, ch *chart.Chart, vals map[string]any, replace bool) (ApplyResult, error) {

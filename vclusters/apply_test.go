@@ -245,6 +245,48 @@ func TestApplyRecoversStalePending(t *testing.T) {
 	}
 }
 
+// A release a killed manager left pending or uninstalling is recovered as soon
+// as a new manager acts alone, not after the stale-after duration; one this
+// process began is still waited for (found by e2e/faults: SIGKILL during a
+// team's install left it half-created for ten minutes).
+func TestApplyRecoversWhatAGoneProcessLeft(t *testing.T) {
+	for _, status := range []release.Status{release.StatusPendingInstall, release.StatusPendingUpgrade, release.StatusUninstalling} {
+		t.Run(string(status), func(t *testing.T) {
+			f := newFakeHelm(t)
+			spec := makeSpec(func(s *Spec) { s.Chart = ChartSource{Dir: tinyChart(t)} })
+			storeRelease(t, f, 1, status, f.clock.Now()) // by the killed manager
+			var alone time.Time
+			f.aloneSince = func() time.Time { return alone }
+
+			// Not acting alone yet (not elected): the old rule.
+			f.clock.Step(2 * time.Second)
+			if _, err := f.Apply(context.Background(), spec); !errors.Is(err, ErrOperationInProgress) {
+				t.Fatalf("want ErrOperationInProgress before acting alone, got %v", err)
+			}
+			// Elected two seconds after the operation began: recovered at once.
+			alone = f.clock.Now()
+			if _, err := f.Apply(context.Background(), spec); err != nil {
+				t.Fatalf("want the release recovered, got %v", err)
+			}
+			rev := f.revisions(t)
+			if last := rev[len(rev)]; last != release.StatusDeployed {
+				t.Fatalf("revisions %v, want the last deployed", rev)
+			}
+		})
+	}
+	t.Run("begun by this process", func(t *testing.T) {
+		f := newFakeHelm(t)
+		spec := makeSpec(func(s *Spec) { s.Chart = ChartSource{Dir: tinyChart(t)} })
+		alone := f.clock.Now()
+		f.aloneSince = func() time.Time { return alone }
+		storeRelease(t, f, 1, release.StatusPendingInstall, f.clock.Now().Add(500*time.Millisecond))
+		f.clock.Step(time.Second)
+		if _, err := f.Apply(context.Background(), spec); !errors.Is(err, ErrOperationInProgress) {
+			t.Fatalf("want ErrOperationInProgress for this process's own operation, got %v", err)
+		}
+	})
+}
+
 func TestApplyFinishesStaleUninstall(t *testing.T) {
 	f := newFakeHelm(t)
 	spec := makeSpec(func(s *Spec) { s.Chart = ChartSource{Dir: tinyChart(t)} })

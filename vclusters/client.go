@@ -36,6 +36,9 @@ type Client struct {
 	charts     chartCache
 	clock      clock.PassiveClock
 	staleAfter time.Duration
+	// aloneSince, when set, is when this process became the only one operating
+	// on releases (see WithAloneSince).
+	aloneSince func() time.Time
 	maxHistory int
 	// actionConfig builds Helm's configuration for a namespace; tests swap in
 	// in-memory storage.
@@ -50,6 +53,18 @@ func WithClock(c clock.PassiveClock) Option { return func(cl *Client) { cl.clock
 
 // WithStaleAfter sets how long a release may stay pending before Apply recovers it.
 func WithStaleAfter(d time.Duration) Option { return func(cl *Client) { cl.staleAfter = d } }
+
+// WithAloneSince tells the client since when its process is the only one
+// operating on releases: the elected leader, or a manager running without
+// leader election (one replica). A release left pending or uninstalling before
+// that instant was left by a process that is gone — killed mid-operation — so
+// Apply recovers it at once instead of after the stale-after duration, and a
+// manager restarted after a crash does not leave teams half-created for ten
+// minutes. since returns the zero time while the process does not act alone
+// (not elected yet).
+func WithAloneSince(since func() time.Time) Option {
+	return func(cl *Client) { cl.aloneSince = since }
+}
 
 // WithMaxHistory sets how many release revisions Helm keeps (0: unlimited).
 func WithMaxHistory(n int) Option { return func(cl *Client) { cl.maxHistory = n } }

@@ -81,6 +81,8 @@ type ControlPlane struct {
 	kcmPort   int
 	schedPort int
 	stopped   bool
+	detached  bool
+	apiArgs   []string // kube-apiserver's flags, for RestartAPIServer
 	// nodeIPLock is held while a NodeIP control plane runs (port 6443).
 	nodeIPLock *os.File
 }
@@ -105,7 +107,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		log = io.Discard
 	}
 	began := time.Now()
-	cp = &ControlPlane{Dir: opts.Dir}
+	cp = &ControlPlane{Dir: opts.Dir, detached: opts.Detached}
 	if cp.Dir == "" {
 		if cp.Dir, err = os.MkdirTemp("", "gpuvc-localcp-"); err != nil {
 			return nil, err
@@ -200,8 +202,8 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := cp.waitHTTP(ctx, Etcd, fmt.Sprintf("http://127.0.0.1:%d/health", etcdPort)); err != nil {
 		return nil, err
 	}
-	apiArgs := append(apiServerArgs(cp.PKI, etcdPort, apiPort, opts.NodeIP), opts.ExtraAPIServerArgs...)
-	if err := start(APIServer, cp.Binaries.APIServer, apiArgs); err != nil {
+	cp.apiArgs = append(apiServerArgs(cp.PKI, etcdPort, apiPort, opts.NodeIP), opts.ExtraAPIServerArgs...)
+	if err := start(APIServer, cp.Binaries.APIServer, cp.apiArgs); err != nil {
 		return nil, err
 	}
 	if err := cp.waitAPIServer(ctx); err != nil {

@@ -83,6 +83,8 @@ var validTeams = map[string]string{
 	"empty sharing":                       "metadata: {name: empty-sharing}\nspec: {pool: a100, quota: {}, gpuSharing: {}}",
 	"max per pod without quota":           "metadata: {name: no-quota}\nspec: {pool: a100, quota: {}, maxGPUsPerPod: 2}",
 	"network without CIDRs":               "metadata: {name: open}\nspec: {pool: a100, quota: {}, network: {defaultDeny: false}}",
+	// 200 characters of 2 bytes: the CRD's maxLength counts characters (found by FuzzTeamValidation).
+	"member name of multi-byte characters": "metadata: {name: accents}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: " + strings.Repeat("é", 200) + "}]}",
 }
 
 func TestValidTeamIsAcceptedWithDefaults(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -165,8 +166,13 @@ func validateMembers(p *field.Path, members []Member) field.ErrorList {
 		if m.Kind != "User" && m.Kind != "Group" {
 			errs = append(errs, field.NotSupported(mp.Child("kind"), m.Kind, []string{"User", "Group"}))
 		}
-		if m.Name == "" || len(m.Name) > 253 {
-			errs = append(errs, field.Invalid(mp.Child("name"), m.Name, "a user or group name of 1 to 253 characters"))
+		// Characters, not bytes, as the CRD's maxLength counts them; text that is
+		// not UTF-8 would reach the API server altered (JSON replaces bad bytes).
+		switch n := utf8.RuneCountInString(m.Name); {
+		case !utf8.ValidString(m.Name):
+			errs = append(errs, field.Invalid(mp.Child("name"), m.Name, "is not valid UTF-8 text: write the user or group name as the authenticator reports it"))
+		case n == 0 || n > 253:
+			errs = append(errs, field.Invalid(mp.Child("name"), m.Name, fmt.Sprintf("has %d characters; a user or group name has 1 to 253", n)))
 		}
 		if seen[m] {
 			errs = append(errs, field.Duplicate(mp, m.Kind+":"+m.Name))

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,6 +37,42 @@ func TestValidateRefusesProfilesNoGPUOffers(t *testing.T) {
 			msg := errs.ToAggregate().Error()
 			for _, w := range tc.wantErr {
 				require.Contains(t, msg, w)
+			}
+		})
+	}
+}
+
+// Member names are counted in characters, as the CRD's maxLength counts them,
+// and must be UTF-8 (JSON would alter other bytes on the way to the API server).
+// Found by FuzzTeamValidation: a name Validate accepted was refused after the
+// JSON round trip (testdata/fuzz/FuzzTeamValidation/92213472268f5430).
+func TestValidateMemberNames(t *testing.T) {
+	cases := map[string]struct {
+		team    Team
+		wantErr []string
+	}{
+		"member name not UTF-8": {
+			team:    Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Spec: TeamSpec{Pool: "a100", Members: []Member{{Kind: "User", Name: "ab\xffcd"}}}},
+			wantErr: []string{"spec.members[0].name", "not valid UTF-8"},
+		},
+		"member name of 254 characters": {
+			team:    Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Spec: TeamSpec{Pool: "a100", Members: []Member{{Kind: "User", Name: strings.Repeat("é", 254)}}}},
+			wantErr: []string{"spec.members[0].name", "has 254 characters"},
+		},
+		"member name of 253 two-byte characters": {
+			team: Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Spec: TeamSpec{Pool: "a100", Members: []Member{{Kind: "User", Name: strings.Repeat("é", 253)}}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			errs := tc.team.Validate()
+			if len(tc.wantErr) == 0 {
+				require.Empty(t, errs)
+				return
+			}
+			require.NotEmpty(t, errs)
+			for _, w := range tc.wantErr {
+				require.Contains(t, errs.ToAggregate().Error(), w)
 			}
 		})
 	}
