@@ -62,7 +62,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var out outcome
 	var simulated []*reservation
 	for _, r := range st.reservations {
-		if r.open && r.node != "" && r.uuid == "" && nodes[r.node][contract.LabelSimulated] == "true" {
+		if r.open && r.node != "" && r.uuid == "" && nodes[r.node].runsNoContainers() {
 			simulated = append(simulated, r)
 		}
 	}
@@ -88,8 +88,8 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // load reads the team's share and reservation pods from the API server and the
-// labels of the nodes involved (from the cache).
-func (c *Controller) load(ctx context.Context, namespace string, team Team) (*teamState, int64, map[string]map[string]string, error) {
+// metadata of the nodes involved (from the cache).
+func (c *Controller) load(ctx context.Context, namespace string, team Team) (*teamState, int64, map[string]node, error) {
 	var pods []corev1.Pod
 	for _, sel := range []client.MatchingLabels{
 		{contract.LabelGPUShare: "true"},
@@ -107,13 +107,13 @@ func (c *Controller) load(ctx context.Context, namespace string, team Team) (*te
 			bound = append(bound, pods[i].Spec.NodeName)
 		}
 	}
-	nodes, err := c.nodeLabels(ctx, bound)
+	nodes, err := c.nodes(ctx, bound)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("reading nodes: %w", err)
 	}
 	memory := map[string]int64{}
-	for n, l := range nodes {
-		memory[n] = gpuMemory(l)
+	for name, n := range nodes {
+		memory[name] = gpuMemory(n.labels)
 	}
 	estimate, err := c.poolMemory(ctx, team.Pool)
 	if err != nil {
