@@ -41,8 +41,8 @@ func condition(failed []health.Event, total int) (status corev1.ConditionStatus,
 	return corev1.ConditionFalse, reason, summary(failed, total)
 }
 
-// applyStatus puts the condition and the annotation on the node (server-side
-// apply, HealthFieldManager), writing only what changed, announces newly
+// applyStatus puts the condition (a status patch) and the annotation
+// (server-side apply) on the node with field manager HealthFieldManager, writing only what changed, announces newly
 // failed GPUs and returns the node as read.
 func (h *Health) applyStatus(ctx context.Context, failed []health.Event) (*corev1.Node, error) {
 	nodes := h.Client.CoreV1().Nodes()
@@ -62,10 +62,16 @@ func (h *Health) applyStatus(ctx context.Context, failed []health.Event) (*corev
 		if have != nil && have.Status == status {
 			transition = have.LastTransitionTime
 		}
-		ac := corev1ac.Node(h.NodeName).WithStatus(corev1ac.NodeStatus().WithConditions(corev1ac.NodeCondition().
-			WithType(contract.ConditionGPUHealthy).WithStatus(status).WithReason(reason).WithMessage(message).
-			WithLastTransitionTime(transition).WithLastHeartbeatTime(metav1.Now())))
-		if node, err = nodes.ApplyStatus(ctx, ac, metav1.ApplyOptions{FieldManager: HealthFieldManager, Force: true}); err != nil {
+		// A strategic merge patch: conditions merge by type, so the kubelet's
+		// conditions are untouched.
+		patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{{
+			Type: contract.ConditionGPUHealthy, Status: status, Reason: reason, Message: message,
+			LastTransitionTime: transition, LastHeartbeatTime: metav1.Now(),
+		}}}})
+		if err != nil {
+			return nil, err
+		}
+		if node, err = nodes.Patch(ctx, h.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: HealthFieldManager}, "status"); err != nil {
 			return nil, fmt.Errorf("setting condition %s on node %q: %w", contract.ConditionGPUHealthy, h.NodeName, err)
 		}
 	}
