@@ -3,6 +3,7 @@ package share
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +46,15 @@ type node struct {
 func (n node) runsNoContainers() bool {
 	_, kwok := n.annotations[contract.AnnotationKwokNode]
 	return kwok
+}
+
+// unhealthyGPUs are the UUIDs the node's agent lists as failed.
+func (n node) unhealthyGPUs() []string {
+	v := n.annotations[contract.AnnotationUnhealthyGPUs]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 // RunsNoContainers is runsNoContainers for a node's metadata, for tests of

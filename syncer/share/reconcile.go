@@ -111,15 +111,18 @@ func (c *Controller) load(ctx context.Context, namespace string, team Team) (*te
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("reading nodes: %w", err)
 	}
-	memory := map[string]int64{}
+	memory, unhealthy := map[string]int64{}, map[string]bool{}
 	for name, n := range nodes {
 		memory[name] = gpuMemory(n.labels)
+		for _, u := range n.unhealthyGPUs() {
+			unhealthy[u] = true
+		}
 	}
 	estimate, err := c.poolMemory(ctx, team.Pool)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("reading nodes of pool %s: %w", team.Pool, err)
 	}
-	st := observe(observation{pods: pods, nodeMemory: memory, estimate: estimate, maxPods: team.maxPods()})
+	st := observe(observation{pods: pods, nodeMemory: memory, estimate: estimate, maxPods: team.maxPods(), unhealthy: unhealthy})
 	return st, estimate, nodes, nil
 }
 
@@ -128,6 +131,16 @@ func (c *Controller) warn(st *teamState) {
 	for _, ip := range st.invalid {
 		c.event(ip.pod, nil, corev1.EventTypeWarning, ReasonInvalid, fmt.Sprintf(
 			"gpuvc cannot serve this pod's GPU share: %v; the pod stays gated", ip.err))
+	}
+	for _, r := range st.reservations {
+		if !r.failed {
+			continue
+		}
+		for _, sp := range r.shares {
+			c.event(sp.pod, r.pod, corev1.EventTypeWarning, ReasonGPUUnhealthy, fmt.Sprintf(
+				"GPU %s held by reservation %s on node %s is marked unhealthy (node condition %s): no new share is placed on it; this pod keeps it until it ends or is evicted",
+				r.uuid, r.name, r.node, contract.ConditionGPUHealthy))
+		}
 	}
 	for _, sp := range st.lost {
 		c.event(sp.pod, nil, corev1.EventTypeWarning, ReasonReservationLost, fmt.Sprintf(
