@@ -80,4 +80,3 @@ func TestSharesSkipAFailedGPU(t *testing.T) {
 		t.Errorf("pod b after a's GPU went: %v %v", err, p.Status.Phase)
 	}
 }
-
