@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/gpuvc/gpuvc/gpu/health"
 )
@@ -164,16 +167,33 @@ func (h *Health) Enforce(ctx context.Context) error {
 		return err
 	}
 	if len(failed) == 0 {
-		return h.untaint(ctx, node)
+		return h.onFreshNode(ctx, node, func(n *corev1.Node) error { return h.untaint(ctx, n) })
 	}
 	var errs []error
 	if h.Policy == HealthTaint || h.Policy == HealthCordonDrain {
-		errs = append(errs, h.taint(ctx, node, failed))
+		errs = append(errs, h.onFreshNode(ctx, node, func(n *corev1.Node) error { return h.taint(ctx, n, failed) }))
 	}
 	if h.Policy == HealthCordonDrain {
 		errs = append(errs, h.drain(ctx, failed))
 	}
 	return errors.Join(errs...)
+}
+
+// onFreshNode runs a conditional write of the node's spec, reading the node
+// again after a conflict (the kubelet, the node lifecycle controller or the
+// agent's own publisher wrote it meanwhile).
+func (h *Health) onFreshNode(ctx context.Context, node *corev1.Node, write func(*corev1.Node) error) error {
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			var err error
+			if node, err = h.Client.CoreV1().Nodes().Get(ctx, h.NodeName, metav1.GetOptions{}); err != nil {
+				return err
+			}
+		}
+		first = false
+		return write(node)
+	})
 }
 
 // summary is the condition message: "GPU 3 (GPU-…): XID 79 (...); GPU 5 ...".

@@ -1,9 +1,13 @@
 package nodeagent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +28,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 
+	agentcmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/identity"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
@@ -35,7 +41,7 @@ import (
 )
 
 // healthIdentity is a ServiceAccount with exactly nodeagent.RBACRules(policy).
-func healthIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane, policy nodeagent.HealthPolicy) kubernetes.Interface {
+func healthIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane, policy nodeagent.HealthPolicy) (string, kubernetes.Interface) {
 	t.Helper()
 	const ns = "gpuvc-system"
 	sa := "gpuvc-agent-" + string(policy)
@@ -65,8 +71,7 @@ func healthIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlP
 			t.Fatal(err)
 		}
 	}
-	_, client := identity.ServiceAccount(ctx, t, c, cp.Config, ns, sa)
-	return client
+	return identity.ServiceAccount(ctx, t, c, cp.Config, ns, sa)
 }
 
 // An XID injected into a simulated GPU of kwok node h100-0, with the agent's
@@ -79,7 +84,7 @@ func TestHealthInjectedXIDOnTheRealAPIServer(t *testing.T) {
 	cp := localcp.ForTest(t)
 	ctx := testContext(t)
 	const nodeName = "h100-0"
-	client := healthIdentity(ctx, t, cp, nodeagent.HealthCordonDrain)
+	_, client := healthIdentity(ctx, t, cp, nodeagent.HealthCordonDrain)
 	inv, err := inventory.Simulate(inventory.Spec{Product: "NVIDIA-H100-80GB-HBM3", Count: 8, Seed: nodeName})
 	require.NoError(t, err)
 	bad, good := inv.GPUs[3].UUID, inv.GPUs[4].UUID
@@ -244,4 +249,59 @@ func restoreNode(t *testing.T, cp *localcluster.ControlPlane, name string) {
 	if _, err := cp.Client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, status, metav1.PatchOptions{}, "status"); err != nil && !strings.Contains(err.Error(), "not found") {
 		t.Error(err)
 	}
+}
+
+// `gpuvc agent --simulate … --inject-gpu-failures <file>` in-process with the
+// taint policy's RBAC: an ECC error injected into GPU 2 taints the node and
+// sets the condition; the metrics endpoint shows the failed GPU.
+func TestAgentCommandInjectedFailure(t *testing.T) {
+	cp := localcp.ForTest(t)
+	ctx := testContext(t)
+	const nodeName = "h100-0"
+	kubeconfig, _ := healthIdentity(ctx, t, cp, nodeagent.HealthTaint)
+	t.Cleanup(func() { restoreNode(t, cp, nodeName) })
+	t.Cleanup(func() { resetNode(context.Background(), t, cp, nodeName) })
+	inject := filepath.Join(t.TempDir(), "inject")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+
+	runCtx, stop := context.WithCancel(ctx)
+	var out, errOut bytes.Buffer
+	cmd := agentcmd.NewCommand(cli.Streams{Out: &out, ErrOut: &errOut}, &cli.Globals{Kubeconfig: kubeconfig})
+	cmd.SetArgs([]string{"--node-name=" + nodeName, "--simulate=product=NVIDIA-H100-80GB-HBM3,count=8", "--interval=1h",
+		"--gpu-failure=taint", "--inject-gpu-failures=" + inject, "--metrics-bind-address=" + addr})
+	ran := make(chan error, 1)
+	go func() { ran <- cmd.ExecuteContext(runCtx) }()
+
+	require.NoError(t, os.WriteFile(inject, []byte("2 ecc\n"), 0o644))
+	poll.UntilSeen(ctx, t, 30*time.Second, "node tainted for GPU 2", func(ctx context.Context) (bool, string, error) {
+		n, err := cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		c := gpuHealthy(n)
+		tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == contract.TaintGPUUnhealthy })
+		return tainted && c != nil && c.Reason == "DoubleBitECC" && strings.Contains(c.Message, "GPU 2 ("),
+			fmt.Sprintf("condition %v taints %v; agent log: %s", c, n.Spec.Taints, errOut.String()), nil
+	})
+	n, err := cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.False(t, n.Spec.Unschedulable, "the taint policy cordoned")
+	var body string
+	poll.UntilSeen(ctx, t, 10*time.Second, "metrics", func(ctx context.Context) (bool, string, error) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		body = string(b)
+		return err == nil && strings.Contains(body, "gpuvc_agent_gpu_failures_total"), body, err
+	})
+	require.Regexp(t, `gpuvc_agent_gpu_healthy\{gpu="2",node="h100-0",uuid="GPU-sim-[^"]+"\} 0`, body)
+	require.Contains(t, body, `kind="DoubleBitECC"`)
+	stop()
+	require.NoError(t, <-ran, errOut.String())
 }

@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -10,8 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
@@ -212,5 +215,28 @@ func TestParseHealthPolicy(t *testing.T) {
 	}
 	if _, err := ParseHealthPolicy("drain"); err == nil || !strings.Contains(err.Error(), "report, taint, cordon-drain") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// Another writer changed the node between the agent's read and its taint
+// patch: the agent reads again and taints at once (no wait for the resync).
+func TestHealthTaintRetriesAConflict(t *testing.T) {
+	ctx := context.Background()
+	c := healthClient()
+	conflicts := 0
+	c.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "" && a.(k8stesting.PatchAction).GetPatchType() == types.MergePatchType && conflicts == 0 {
+			conflicts++
+			return true, nil, apierrors.NewConflict(corev1.Resource("nodes"), "n0", errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	h := &Health{Client: c, NodeName: "n0", Policy: HealthTaint, GPUs: 1}
+	if err := h.Report(ctx, health.Event{UUID: "GPU-a", Kind: health.KindLost}); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := c.CoreV1().Nodes().Get(ctx, "n0", metav1.GetOptions{})
+	if conflicts != 1 || len(n.Spec.Taints) != 2 {
+		t.Errorf("conflicts %d, taints %v: want the taint after one conflict", conflicts, n.Spec.Taints)
 	}
 }
