@@ -75,14 +75,16 @@ func TestValidTeamsAreAccepted(t *testing.T) {
 }
 
 var validTeams = map[string]string{
-	"known MIG profiles, zero quantities": "metadata: {name: zeros}\nspec: {pool: a100, quota: {cpu: 0, memory: \"0\", mig: {7g.80gb: 1, 1g.10gb+me: 0}}}",
-	"longest name":                        "metadata: {name: " + strings.Repeat("a", 39) + "z}\nspec: {pool: a100, quota: {}}",
-	"full spec":                           validSpec,
-	"minimal":                             "metadata: {name: minimal}\nspec: {pool: a100, quota: {}}",
-	"sharing without fractions":           "metadata: {name: mig-only}\nspec: {pool: a100, quota: {mig: {3g.40gb: 2}}, gpuSharing: {wholeGPUAs: 3g.40gb}}",
-	"empty sharing":                       "metadata: {name: empty-sharing}\nspec: {pool: a100, quota: {}, gpuSharing: {}}",
-	"max per pod without quota":           "metadata: {name: no-quota}\nspec: {pool: a100, quota: {}, maxGPUsPerPod: 2}",
-	"network without CIDRs":               "metadata: {name: open}\nspec: {pool: a100, quota: {}, network: {defaultDeny: false}}",
+	"known MIG profiles, zero quantities":   "metadata: {name: zeros}\nspec: {pool: a100, quota: {cpu: 0, memory: \"0\", mig: {7g.80gb: 1, 1g.10gb+me: 0}}}",
+	"longest name":                          "metadata: {name: " + strings.Repeat("a", 39) + "z}\nspec: {pool: a100, quota: {}}",
+	"full spec":                             validSpec,
+	"minimal":                               "metadata: {name: minimal}\nspec: {pool: a100, quota: {}}",
+	"sharing without fractions":             "metadata: {name: mig-only}\nspec: {pool: a100, quota: {mig: {3g.40gb: 2}}, gpuSharing: {wholeGPUAs: 3g.40gb}}",
+	"empty sharing":                         "metadata: {name: empty-sharing}\nspec: {pool: a100, quota: {}, gpuSharing: {}}",
+	"fraction limits":                       "metadata: {name: limited}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {fractions: true, fractionLimits: {enabled: true, reserveMiB: 512}}}",
+	"fraction limits off without fractions": "metadata: {name: limits-off}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {fractionLimits: {enabled: false}}}",
+	"max per pod without quota":             "metadata: {name: no-quota}\nspec: {pool: a100, quota: {}, maxGPUsPerPod: 2}",
+	"network without CIDRs":                 "metadata: {name: open}\nspec: {pool: a100, quota: {}, network: {defaultDeny: false}}",
 }
 
 func TestValidTeamIsAcceptedWithDefaults(t *testing.T) {
@@ -168,6 +170,18 @@ var invalidTeams = map[string]struct {
 	"fractions without GPUs": {
 		manifest: "metadata: {name: frac}\nspec: {pool: a100, quota: {mig: {1g.10gb: 2}}, gpuSharing: {fractions: true}}",
 		want:     []string{"spec.gpuSharing.fractions", "spec.quota.gpus to at least 1"},
+	},
+	"fraction limits without fractions": {
+		manifest: "metadata: {name: limits}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractionLimits: {enabled: true}}}",
+		want:     []string{"spec.gpuSharing.fractionLimits", "set spec.gpuSharing.fractions: true"},
+	},
+	"fraction reserve too large": {
+		manifest: "metadata: {name: reserve}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractions: true, fractionLimits: {enabled: true, reserveMiB: 20000}}}",
+		want:     []string{"spec.gpuSharing.fractionLimits.reserveMiB", "between 0 and 16384"},
+	},
+	"fraction reserve negative": {
+		manifest: "metadata: {name: reserve-neg}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractions: true, fractionLimits: {enabled: true, reserveMiB: -1}}}",
+		want:     []string{"spec.gpuSharing.fractionLimits.reserveMiB", "between 0 and 16384"},
 	},
 	"one pod per shared GPU": {
 		manifest: "metadata: {name: share1}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractions: true, maxPodsPerSharedGPU: 1}}",
