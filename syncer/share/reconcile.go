@@ -59,6 +59,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	st.limits = team.FractionLimits
 	var out outcome
 	var simulated []*reservation
 	for _, r := range st.reservations {

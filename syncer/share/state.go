@@ -72,6 +72,8 @@ type teamState struct {
 	// lost are running pods whose reservation is gone.
 	lost    []*sharePod
 	invalid []invalidPod
+	// limits, if set, go into every share pod's environment (the team's).
+	limits *FractionLimits
 }
 
 // observation is what the state is built from.
