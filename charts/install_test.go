@@ -401,7 +401,7 @@ func checkAgentFence(ctx context.Context, t *testing.T) {
 		{"own node, pool label", agent, "a100-0",
 			map[string]string{"gpuvc.dev/pool": "h100"}, nil, "may only change nvidia.com/ labels"},
 		{"own node, foreign annotation", agent, "a100-0",
-			nil, map[string]string{"example.com/x": "y"}, "may only change the annotation gpuvc.dev/gpu-inventory"},
+			nil, map[string]string{"example.com/x": "y"}, "may only change the annotations gpuvc.dev/gpu-inventory and gpuvc.dev/unhealthy-gpus"},
 		{"another node", agent, "h100-0",
 			map[string]string{"nvidia.com/gpu.product": "fake"}, nil, "may only change the node it runs on (a100-0), not h100-0"},
 		{"token without a node", unbound, "a100-0",
