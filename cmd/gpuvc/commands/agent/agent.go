@@ -41,6 +41,7 @@ type flags struct {
 	injectFailures  string
 	ignoreXIDs      string
 	metricsAddr     string
+	podResources    string
 }
 
 // NewCommand returns the agent command. --node-name defaults to $NODE_NAME as
@@ -77,6 +78,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringVar(&f.gpuFailure, "gpu-failure", string(nodeagent.HealthTaint), "what to do when a GPU fails (critical XID, double-bit ECC, lost): report (condition GPUHealthy, annotation, events, metrics), taint (also taint gpuvc.dev/gpu-unhealthy:NoSchedule), cordon-drain (also cordon and evict the pods on the failed GPU) or off (no health watching)")
 	fs.StringVar(&f.injectFailures, "inject-gpu-failures", "", "with --simulate: a file whose lines inject failures of simulated GPUs: \"<gpu index or UUID> xid=<n>|ecc|lost\"")
 	fs.StringVar(&f.ignoreXIDs, "ignore-xids", "", "comma-separated XIDs not to treat as GPU failures, besides the application XIDs always ignored (13, 31, 43, 45, 68, 109)")
+	fs.StringVar(&f.podResources, "pod-resources-socket", nodeagent.DefaultPodResourcesSocket, "the kubelet's pod-resources socket: maps GPUs to pods for gpuvc_team_gpu_utilization (real GPUs, with --metrics-bind-address)")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", `address of the Prometheus metrics endpoint (/metrics; "0" disables it)`)
 	return cmd
 }
@@ -219,6 +221,13 @@ func run(ctx context.Context, streams cli.Streams, globals *cli.Globals, f *flag
 		})
 	}
 	if f.metricsAddr != "0" && f.metricsAddr != "" {
+		if f.simulate == "" {
+			stopUtil, err := registerUtilization(reg, f.nodeName, f.podResources, log)
+			if err != nil {
+				return err
+			}
+			defer stopUtil()
+		}
 		tasks = append(tasks, func() error { return serveMetrics(ctx, f.metricsAddr, reg) })
 	}
 	errs := make(chan error, len(tasks))

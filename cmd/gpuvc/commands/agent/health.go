@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +21,7 @@ import (
 	"github.com/gpuvc/gpuvc/gpu/health"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent"
+	"github.com/gpuvc/gpuvc/gpu/usage"
 )
 
 // healthOff turns GPU health watching off (--gpu-failure=off).
@@ -91,4 +93,26 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) er
 		return err
 	}
 	return nil
+}
+
+// registerUtilization exports per-pod GPU utilization on real GPUs: NVML at
+// scrape time, device owners from the kubelet's pod-resources socket.
+func registerUtilization(reg prometheus.Registerer, node, socket string, log logr.Logger) (func() error, error) {
+	client, closeConn, err := nodeagent.DialPodResources(socket)
+	if err != nil {
+		return nil, err
+	}
+	lib := nvml.New()
+	c := &nodeagent.UtilizationCollector{
+		Node: node, Log: log,
+		Read: func() ([]usage.Sample, error) { return usage.Read(lib) },
+		Owners: func(ctx context.Context) (map[string]nodeagent.DeviceOwner, error) {
+			return nodeagent.DeviceOwners(ctx, client)
+		},
+	}
+	if err := reg.Register(c); err != nil {
+		_ = closeConn()
+		return nil, err
+	}
+	return closeConn, nil
 }
