@@ -11,7 +11,7 @@ import (
 )
 
 // agentFlags are the flags `gpuvc agent` accepts.
-var agentFlags = []string{"--node-name", "--interval", "--simulate", "--mig-strategy", "--gfd", "--device-plugin", "--device-plugin-dir"}
+var agentFlags = []string{"--node-name", "--interval", "--simulate", "--mig-strategy", "--gfd", "--device-plugin", "--device-plugin-dir", "--gpu-failure"}
 
 func TestAgentDaemonSets(t *testing.T) {
 	defaultTolerations := []corev1.Toleration{
@@ -26,25 +26,25 @@ func TestAgentDaemonSets(t *testing.T) {
 		devicePlugin bool
 	}
 	cases := map[string]map[string]ds{
-		"defaults": {"gpuvc-agent": {args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto"}, nvidiaEnv: true}},
+		"defaults": {"gpuvc-agent": {args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint"}, nvidiaEnv: true}},
 		"simulated agents": {
 			"gpuvc-agent-a100": {
-				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=8"},
+				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=8"},
 				nodeSelector: map[string]string{"gpuvc.dev/pool": "a100"},
 			},
 			"gpuvc-agent-h100": {
-				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--simulate=product=NVIDIA-H100-80GB-HBM3,count=8"},
+				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--simulate=product=NVIDIA-H100-80GB-HBM3,count=8"},
 				nodeSelector: map[string]string{"gpuvc.dev/pool": "h100"},
 			},
 		},
 		"everything set": {"gpuvc-agent": {
-			args:         []string{"--node-name=$(NODE_NAME)", "--interval=30s", "--mig-strategy=mixed", "--gfd=auto"},
+			args:         []string{"--node-name=$(NODE_NAME)", "--interval=30s", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint"},
 			nodeSelector: map[string]string{"nvidia.com/gpu.present": "true"},
 			nvidiaEnv:    true, runtimeClass: "nvidia",
 		}},
 		"agent off": {},
 		"kind trial": {"gpuvc-agent-a100": {
-			args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto",
+			args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint",
 				"--simulate=product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced",
 				"--device-plugin", "--device-plugin-dir=/var/lib/kubelet/device-plugins"},
 			nodeSelector: map[string]string{"gpuvc.dev/pool": "a100"},

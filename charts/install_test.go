@@ -3,6 +3,7 @@ package charts
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"reflect"
@@ -400,7 +401,7 @@ func checkAgentFence(ctx context.Context, t *testing.T) {
 		{"own node, pool label", agent, "a100-0",
 			map[string]string{"gpuvc.dev/pool": "h100"}, nil, "may only change nvidia.com/ labels"},
 		{"own node, foreign annotation", agent, "a100-0",
-			nil, map[string]string{"example.com/x": "y"}, "may only change the annotation gpuvc.dev/gpu-inventory"},
+			nil, map[string]string{"example.com/x": "y"}, "may only change the annotations gpuvc.dev/gpu-inventory and gpuvc.dev/unhealthy-gpus"},
 		{"another node", agent, "h100-0",
 			map[string]string{"nvidia.com/gpu.product": "fake"}, nil, "may only change the node it runs on (a100-0), not h100-0"},
 		{"token without a node", unbound, "a100-0",
@@ -421,9 +422,26 @@ func checkAgentFence(ctx context.Context, t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "may not change a node's spec") {
 		t.Errorf("agent removing its node's taints: %v, want a refusal", err)
 	}
+	// GPU health with the default policy (taint): the agent's annotation and its
+	// taint are allowed, the cordon (cordon-drain only) is not. Dry runs.
 	node, err := host.Client.CoreV1().Nodes().Get(ctx, "a100-0", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	dry := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	taints, _ := json.Marshal(append(slices.Clone(node.Spec.Taints), corev1.Taint{Key: "gpuvc.dev/gpu-unhealthy", Value: "true", Effect: corev1.TaintEffectNoSchedule}))
+	for _, tc := range []struct{ name, patch, refusal string }{
+		{"unhealthy-GPU annotation", `{"metadata":{"annotations":{"gpuvc.dev/unhealthy-gpus":"GPU-x"}}}`, ""},
+		{"the agent's taint", `{"spec":{"taints":` + string(taints) + `}}`, ""},
+		{"cordon without cordon-drain", `{"spec":{"unschedulable":true}}`, "may not change a node's spec"},
+	} {
+		_, err := agent.CoreV1().Nodes().Patch(ctx, "a100-0", types.MergePatchType, []byte(tc.patch), dry)
+		switch {
+		case tc.refusal == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+			t.Errorf("%s: got %v, want a refusal saying %q", tc.name, err, tc.refusal)
+		}
 	}
 	if node.Labels["gpuvc.dev/pool"] != "a100" || len(node.Spec.Taints) == 0 {
 		t.Errorf("a100-0 changed: labels %v taints %v", node.Labels, node.Spec.Taints)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/gpuvc/gpuvc/gpu/nodeagent"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 	"github.com/gpuvc/gpuvc/syncer/share"
 	"github.com/gpuvc/gpuvc/vclusters"
@@ -354,14 +355,19 @@ func TestNoWildcards(t *testing.T) {
 }
 
 func TestAgentRBAC(t *testing.T) {
-	m := mustRender(t, "")
-	g := grantsOf(t, m, AgentServiceAccount)
-	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}}}
-	if diff := cmp.Diff(want, g.cluster); diff != "" {
-		t.Errorf("agent's cluster-wide rules (-want +got):\n%s", diff)
-	}
-	if len(g.byNamespace) != 0 {
-		t.Errorf("agent has namespaced rules: %v", g.byNamespace)
+	// The chart grants exactly what the agent's library says it needs, per
+	// --gpu-failure policy (the default is taint).
+	for values, policy := range map[string]nodeagent.HealthPolicy{
+		"": nodeagent.HealthTaint, "agent: {gpuFailure: report}": nodeagent.HealthReport,
+		"agent: {gpuFailure: cordon-drain}": nodeagent.HealthCordonDrain, "agent: {gpuFailure: \"off\"}": "",
+	} {
+		g := grantsOf(t, mustRender(t, values), AgentServiceAccount)
+		if diff := cmp.Diff(nodeagent.RBACRules(policy), g.cluster); diff != "" {
+			t.Errorf("values %q: agent's cluster-wide rules (-want +got):\n%s", values, diff)
+		}
+		if len(g.byNamespace) != 0 {
+			t.Errorf("agent has namespaced rules: %v", g.byNamespace)
+		}
 	}
 	off := mustRender(t, valueSets["agent off"])
 	if g := grantsOf(t, off, AgentServiceAccount); len(g.cluster) != 0 {

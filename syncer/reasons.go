@@ -15,6 +15,7 @@ const (
 	ReasonHostProcess            = "HostProcess"
 	ReasonSELinuxNotAllowed      = "SELinuxOptionsNotAllowed"
 	ReasonGPUEnv                 = "GPUDeviceEnv"
+	ReasonGPULimitEnv            = "GPULimitEnv"
 	ReasonReservedConfigMap      = "ReservedConfigMap"
 	ReasonReservedServiceAccount = "ReservedServiceAccount"
 	ReasonNodeNameOutsidePool    = "NodeNameOutsidePool"

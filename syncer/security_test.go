@@ -42,6 +42,17 @@ func TestCheckGPUEnv(t *testing.T) {
 	})
 }
 
+func TestCheckGPULimitEnv(t *testing.T) {
+	runCheckTable(t, checkGPULimitEnv, map[string]checkCase{
+		"whole-GPU pod may set them": {pod: pod().Env("CUDA_DEVICE_MEMORY_LIMIT_0", "1g").Obj()},
+		"fraction, other env":        {pod: pod().Annotation(contract.AnnotationKAIFraction, "0.5").Env("CUDA_VISIBLE_DEVICES", "0").Obj()},
+		"fraction, memory limit of device 0": {pod: pod().Annotation(contract.AnnotationKAIFraction, "0.5").Env("CUDA_DEVICE_MEMORY_LIMIT_0", "80g").Obj(),
+			reason: ReasonGPULimitEnv, says: []string{`env[CUDA_DEVICE_MEMORY_LIMIT_0]="80g"`, "fractionLimits"}},
+		"memory share, all-device limit": {pod: pod().Annotation(contract.AnnotationKAIMemory, "20000").Env("CUDA_DEVICE_MEMORY_LIMIT", "80g").Obj(), reason: ReasonGPULimitEnv},
+		"fraction, SM limit":             {pod: pod().Annotation(contract.AnnotationKAIFraction, "0.5").Env("CUDA_DEVICE_SM_LIMIT", "100").Obj(), reason: ReasonGPULimitEnv},
+	})
+}
+
 func TestCheckReservedConfigMaps(t *testing.T) {
 	cmVolume := pod().Obj()
 	cmVolume.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{

@@ -28,6 +28,7 @@ import (
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
 func TestMain(m *testing.M) {
@@ -309,4 +310,46 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// On a node with a real kubelet (no kwok annotation: a kind trial worker, the
+// local real node) the agent's simulated publication marks the GPUs simulated
+// but does not make the node one where the share controller invents
+// reservation UUIDs: there `gpuvc reserve` reports the device the kubelet
+// assigned. On kwok nodes the control plane's kwok annotation does, and the
+// agent leaves it alone.
+func TestSimulatedPublicationLeavesUUIDsToReserve(t *testing.T) {
+	cp := localcp.ForTest(t)
+	ctx := testContext(t)
+	_, saClient := agentIdentity(ctx, t, cp)
+	const kubeletNode = "kubelet-node-0"
+	_, err := cp.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kubeletNode}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = cp.Client.CoreV1().Nodes().Delete(context.Background(), kubeletNode, metav1.DeleteOptions{})
+	})
+	resetNode(ctx, t, cp, "a100-0")
+	t.Cleanup(func() { resetNode(context.Background(), t, cp, "a100-0") })
+
+	for name, kwok := range map[string]bool{kubeletNode: false, "a100-0": true} {
+		agent := nodeagent.Agent{
+			Source:    inventory.Spec{Product: "NVIDIA-A100-SXM4-80GB", Count: 2, Seed: name},
+			Publisher: nodeagent.Publisher{Client: saClient, NodeName: name},
+		}
+		_, err := agent.Once(ctx)
+		require.NoError(t, err)
+		node, err := cp.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, "true", node.Labels[contract.LabelSimulated], name)
+		require.Equal(t, kwok, share.RunsNoContainers(node.Labels, node.Annotations),
+			"node %s (annotations %v): controller-invented UUIDs only on kwok nodes", name, node.Annotations)
+		require.ElementsMatch(t, []string{contract.AnnotationGPUInventory}, ownedAnnotations(t, node, nodeagent.FieldManager), name)
+	}
+}
+
+func ownedAnnotations(t *testing.T, node *corev1.Node, manager string) []string {
+	t.Helper()
+	ac, err := corev1ac.ExtractNode(node, manager)
+	require.NoError(t, err)
+	return keys(ac.Annotations)
 }

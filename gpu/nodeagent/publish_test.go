@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
 func simulate(t *testing.T, spec string) inventory.Inventory {
@@ -94,6 +95,12 @@ func TestBuild(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, pub.Labels); diff != "" {
 				t.Errorf("labels -want +got:\n%s", diff)
+			}
+			// The agent runs beside a kubelet: its publication must not make
+			// the share controller take the node for a kwok node and invent
+			// reservation UUIDs (gpuvc reserve reports the assigned device).
+			if share.RunsNoContainers(pub.Labels, pub.Annotations) {
+				t.Errorf("publication %v %v would make the share controller invent UUIDs", pub.Labels, pub.Annotations)
 			}
 			var back inventory.Inventory
 			if err := json.Unmarshal([]byte(pub.Annotations[contract.AnnotationGPUInventory]), &back); err != nil {

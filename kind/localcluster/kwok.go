@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
-// kwokNodeAnnotation marks the Nodes kwok manages.
-const kwokNodeAnnotation = "kwok.x-k8s.io/node"
+// kwokNodeAnnotation marks the Nodes kwok manages; the share controller reads
+// it too (it invents reservation GPU UUIDs only there).
+const kwokNodeAnnotation = contract.AnnotationKwokNode
 
 // kwokStageFiles are the Stage documents kwok needs, from the kwok module's own
 // kustomize/stage folder: v0.8.0 has no built-in stages, and a KwokConfiguration

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
 // joinConfig is the part of kubeadm's JoinConfiguration the trial's patches touch.
@@ -60,6 +61,11 @@ func TestClusterConfigMirrorsThePools(t *testing.T) {
 			t.Errorf("patch kind %q apiVersion %q: want JoinConfiguration of any version", join.Kind, join.APIVersion)
 		}
 		w := worker{Pool: n.Labels[contract.LabelPool], Product: n.Labels["nvidia.com/gpu.product"], Simulated: n.Labels[contract.LabelSimulated]}
+		// Kind workers run a kubelet: simulated GPUs, but the reservation pod's
+		// gpuvc reserve reports the device, not the share controller.
+		if share.RunsNoContainers(n.Labels, nil) {
+			t.Errorf("worker labels %v would make the share controller invent reservation UUIDs on a real kubelet", n.Labels)
+		}
 		for _, tt := range join.NodeRegistration.Taints {
 			w.Taints = append(w.Taints, tt.Key+"="+tt.Value+":"+tt.Effect)
 		}

@@ -78,6 +78,9 @@ func (s Source) ShareTeam(ctx context.Context, namespace string) (share.Team, er
 	st := share.Team{Name: t.Name, Pool: t.Spec.Pool}
 	if g := t.Spec.GPUSharing; g != nil {
 		st.MaxPodsPerGPU = int(g.MaxPodsPerSharedGPU)
+		if l := g.FractionLimits; l != nil && l.Enabled {
+			st.FractionLimits = &share.FractionLimits{ReserveMiB: l.EffectiveReserveMiB()}
+		}
 	}
 	return st, nil
 }

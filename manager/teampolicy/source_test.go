@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -118,5 +119,31 @@ func TestShareTeam(t *testing.T) {
 	}
 	if _, err := src.ShareTeam(context.Background(), "default"); !errors.Is(err, share.ErrNotTeamNamespace) {
 		t.Errorf("default: got %v, want share.ErrNotTeamNamespace", err)
+	}
+}
+
+// Fraction limits reach the share controller only when enabled; the reserve
+// defaults to gpuvcv1.DefaultFractionReserveMiB.
+func TestShareTeamFractionLimits(t *testing.T) {
+	for name, tc := range map[string]struct {
+		limits *gpuvcv1.FractionLimits
+		want   *share.FractionLimits
+	}{
+		"none":            {nil, nil},
+		"disabled":        {&gpuvcv1.FractionLimits{Enabled: false, ReserveMiB: ptr.To[int32](512)}, nil},
+		"default reserve": {&gpuvcv1.FractionLimits{Enabled: true}, &share.FractionLimits{ReserveMiB: gpuvcv1.DefaultFractionReserveMiB}},
+		"own reserve":     {&gpuvcv1.FractionLimits{Enabled: true, ReserveMiB: ptr.To[int32](1024)}, &share.FractionLimits{ReserveMiB: 1024}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fraud := testobj.Team("fraud", "a100").GPUs(2).Fractions().Obj()
+			fraud.Spec.GPUSharing.FractionLimits = tc.limits
+			got, err := source(fraud, ns("team-fraud", map[string]string{contract.LabelTeam: "fraud"})).ShareTeam(context.Background(), "team-fraud")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got.FractionLimits); diff != "" {
+				t.Errorf("fraction limits (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -142,6 +142,8 @@ func attacks() map[string]attack {
 			refused: refused(syncer.ReasonHostNamespace, "spec.hostPID=true")},
 		"NVIDIA_VISIBLE_DEVICES=all": {layer: mutatingWebhook, manifest: manifest("b5").Env("NVIDIA_VISIBLE_DEVICES", "all"),
 			refused: refused(syncer.ReasonGPUEnv, `env[NVIDIA_VISIBLE_DEVICES]="all"`)},
+		"fractional pod raising its own GPU memory limit": {layer: mutatingWebhook, manifest: manifest("b5m").GPUFraction("0.5").Env("CUDA_DEVICE_MEMORY_LIMIT_0", "80g"),
+			refused: refused(syncer.ReasonGPULimitEnv, `env[CUDA_DEVICE_MEMORY_LIMIT_0]="80g"`)},
 		"another pod's share ConfigMap": {layer: mutatingWebhook, manifest: manifest("b6").EnvFromConfigMap("gpuvc-share-victim"),
 			refused: refused(syncer.ReasonReservedConfigMap, "gpuvc-share-victim")},
 		"privileged debug container": {layer: validatingWebhook, manifest: manifest("b7"),

@@ -34,8 +34,9 @@ func (e *errConfigMapConflict) Error() string {
 	return fmt.Sprintf("ConfigMap %s exists and was not written by gpuvc (%s); the pod stays gated until it is removed", e.name, e.why)
 }
 
-// shareEnv is the environment the pod's containers read.
-func shareEnv(sp *sharePod) map[string]string {
+// shareEnv is the environment the pod's containers read; limits (nil: none)
+// adds HAMi-core's variables.
+func shareEnv(sp *sharePod, limits *FractionLimits) map[string]string {
 	r := sp.res
 	env := map[string]string{
 		contract.EnvVisibleDevices: r.uuid,
@@ -46,18 +47,23 @@ func shareEnv(sp *sharePod) map[string]string {
 	} else {
 		env[contract.EnvGPUPortion] = portion(sp.units)
 	}
+	var mem int64
 	switch {
 	case sp.req.MemoryMiB > 0:
-		env[contract.EnvGPUMemoryMiB] = strconv.FormatInt(sp.req.MemoryMiB, 10)
+		mem = sp.req.MemoryMiB
 	case r.memMiB > 0:
-		env[contract.EnvGPUMemoryMiB] = strconv.FormatInt(r.memMiB*int64(sp.units)/gpushare.UnitsPerGPU, 10)
+		mem = r.memMiB * int64(sp.units) / gpushare.UnitsPerGPU
 	}
+	if mem > 0 {
+		env[contract.EnvGPUMemoryMiB] = strconv.FormatInt(mem, 10)
+	}
+	limitEnv(env, limits, mem, sp.units)
 	return env
 }
 
 // ensureConfigMap creates or repairs the pod's share ConfigMap. It is owned by
 // the pod, so the garbage collector removes it with the pod.
-func (c *Controller) ensureConfigMap(ctx context.Context, sp *sharePod) error {
+func (c *Controller) ensureConfigMap(ctx context.Context, sp *sharePod, limits *FractionLimits) error {
 	p := sp.pod
 	name := p.Annotations[contract.AnnotationShareConfigMap]
 	if !strings.HasPrefix(name, contract.ShareConfigMapPrefix) {
@@ -71,7 +77,7 @@ func (c *Controller) ensureConfigMap(ctx context.Context, sp *sharePod) error {
 				APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID,
 			}},
 		},
-		Data: shareEnv(sp),
+		Data: shareEnv(sp, limits),
 	}
 	if team := p.Labels[contract.LabelTeam]; team != "" {
 		want.Labels[contract.LabelTeam] = team

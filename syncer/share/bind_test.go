@@ -74,7 +74,7 @@ func TestShareEnv(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, shareEnv(tc.sp)); diff != "" {
+			if diff := cmp.Diff(tc.want, shareEnv(tc.sp, nil)); diff != "" {
 				t.Errorf("env (-want +got):\n%s", diff)
 			}
 		})

@@ -28,6 +28,9 @@ const (
 	// ReasonReservationLost: a running pod's reservation is gone (deleted by
 	// hand or evicted); its GPU is no longer held for it.
 	ReasonReservationLost = "GPUShareReservationLost"
+	// ReasonGPUUnhealthy: the GPU of the pod's reservation failed (the node's
+	// agent lists it unhealthy); no new share goes there.
+	ReasonGPUUnhealthy = "GPUShareGPUUnhealthy"
 )
 
 const eventAction = "GPUShare"

@@ -57,6 +57,9 @@ var env struct {
 // maxPodsPerGPU of the teams whose default the tests change.
 var maxPodsPerGPU = map[string]int{"tight": 2}
 
+// fractionLimits of the teams that opted in (spec.gpuSharing.fractionLimits).
+var fractionLimits = map[string]share.FractionLimits{"limited": {ReserveMiB: 256}}
+
 func TestMain(m *testing.M) {
 	if os.Getenv("GPUVC_TEST_LOG") != "" {
 		ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, time.Now().Format("15:04:05.000"), prefix, args) }, funcr.Options{Verbosity: 1}))
@@ -230,7 +233,7 @@ func startController() (*running, error) {
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorder("gpuvc-share"),
-		Teams:         share.NamespaceTeams{Reader: mgr.GetClient(), MaxPodsPerGPU: maxPodsPerGPU},
+		Teams:         share.NamespaceTeams{Reader: mgr.GetClient(), MaxPodsPerGPU: maxPodsPerGPU, FractionLimits: fractionLimits},
 		Metrics:       env.metrics,
 		Image:         "registry.invalid/gpuvc/gpuvc:test",
 		EmptyGrace:    emptyGrace,

@@ -3,6 +3,7 @@ package share
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,9 +33,39 @@ func gpuMemory(labels map[string]string) int64 {
 	return m
 }
 
-// nodeLabels reads the labels of the named nodes; missing nodes are left out.
-func (c *Controller) nodeLabels(ctx context.Context, names []string) (map[string]map[string]string, error) {
-	out := map[string]map[string]string{}
+// node is what the controller reads of a node: its labels and annotations.
+type node struct {
+	labels, annotations map[string]string
+}
+
+// runsNoContainers reports a node where no kubelet runs containers (a kwok
+// node): no `gpuvc reserve` will report a GPU there, so the controller records
+// a simulated UUID itself. Simulated GPUs alone (gpuvc.dev/simulated=true) do
+// not qualify: a real kubelet with gpuvc's simulated device plugin assigns a
+// device, and the reservation pod reports it.
+func (n node) runsNoContainers() bool {
+	_, kwok := n.annotations[contract.AnnotationKwokNode]
+	return kwok
+}
+
+// unhealthyGPUs are the UUIDs the node's agent lists as failed.
+func (n node) unhealthyGPUs() []string {
+	v := n.annotations[contract.AnnotationUnhealthyGPUs]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// RunsNoContainers is runsNoContainers for a node's metadata, for tests of
+// other packages that create nodes (kind trial workers, the real node).
+func RunsNoContainers(labels, annotations map[string]string) bool {
+	return node{labels: labels, annotations: annotations}.runsNoContainers()
+}
+
+// nodes reads the metadata of the named nodes; missing nodes are left out.
+func (c *Controller) nodes(ctx context.Context, names []string) (map[string]node, error) {
+	out := map[string]node{}
 	for _, n := range names {
 		if _, done := out[n]; done {
 			continue
@@ -46,7 +77,7 @@ func (c *Controller) nodeLabels(ctx context.Context, names []string) (map[string
 			}
 			return nil, err
 		}
-		out[n] = m.Labels
+		out[n] = node{labels: m.Labels, annotations: m.Annotations}
 	}
 	return out, nil
 }

@@ -59,10 +59,11 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	st.limits = team.FractionLimits
 	var out outcome
 	var simulated []*reservation
 	for _, r := range st.reservations {
-		if r.open && r.node != "" && r.uuid == "" && nodes[r.node][contract.LabelSimulated] == "true" {
+		if r.open && r.node != "" && r.uuid == "" && nodes[r.node].runsNoContainers() {
 			simulated = append(simulated, r)
 		}
 	}
@@ -88,8 +89,8 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // load reads the team's share and reservation pods from the API server and the
-// labels of the nodes involved (from the cache).
-func (c *Controller) load(ctx context.Context, namespace string, team Team) (*teamState, int64, map[string]map[string]string, error) {
+// metadata of the nodes involved (from the cache).
+func (c *Controller) load(ctx context.Context, namespace string, team Team) (*teamState, int64, map[string]node, error) {
 	var pods []corev1.Pod
 	for _, sel := range []client.MatchingLabels{
 		{contract.LabelGPUShare: "true"},
@@ -107,19 +108,22 @@ func (c *Controller) load(ctx context.Context, namespace string, team Team) (*te
 			bound = append(bound, pods[i].Spec.NodeName)
 		}
 	}
-	nodes, err := c.nodeLabels(ctx, bound)
+	nodes, err := c.nodes(ctx, bound)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("reading nodes: %w", err)
 	}
-	memory := map[string]int64{}
-	for n, l := range nodes {
-		memory[n] = gpuMemory(l)
+	memory, unhealthy := map[string]int64{}, map[string]bool{}
+	for name, n := range nodes {
+		memory[name] = gpuMemory(n.labels)
+		for _, u := range n.unhealthyGPUs() {
+			unhealthy[u] = true
+		}
 	}
 	estimate, err := c.poolMemory(ctx, team.Pool)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("reading nodes of pool %s: %w", team.Pool, err)
 	}
-	st := observe(observation{pods: pods, nodeMemory: memory, estimate: estimate, maxPods: team.maxPods()})
+	st := observe(observation{pods: pods, nodeMemory: memory, estimate: estimate, maxPods: team.maxPods(), unhealthy: unhealthy})
 	return st, estimate, nodes, nil
 }
 
@@ -128,6 +132,16 @@ func (c *Controller) warn(st *teamState) {
 	for _, ip := range st.invalid {
 		c.event(ip.pod, nil, corev1.EventTypeWarning, ReasonInvalid, fmt.Sprintf(
 			"gpuvc cannot serve this pod's GPU share: %v; the pod stays gated", ip.err))
+	}
+	for _, r := range st.reservations {
+		if !r.failed {
+			continue
+		}
+		for _, sp := range r.shares {
+			c.event(sp.pod, r.pod, corev1.EventTypeWarning, ReasonGPUUnhealthy, fmt.Sprintf(
+				"GPU %s held by reservation %s on node %s is marked unhealthy (node condition %s): no new share is placed on it; this pod keeps it until it ends or is evicted",
+				r.uuid, r.name, r.node, contract.ConditionGPUHealthy))
+		}
 	}
 	for _, sp := range st.lost {
 		c.event(sp.pod, nil, corev1.EventTypeWarning, ReasonReservationLost, fmt.Sprintf(

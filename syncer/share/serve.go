@@ -193,7 +193,7 @@ func (c *Controller) serve(ctx context.Context, st *teamState, out *outcome) {
 	}
 	var mu sync.Mutex
 	parallel(bindWorkers, len(ready), func(i int) {
-		err := c.bind(ctx, ready[i])
+		err := c.bind(ctx, ready[i], st.limits)
 		mu.Lock()
 		out.fail(err)
 		mu.Unlock()
@@ -202,9 +202,9 @@ func (c *Controller) serve(ctx context.Context, st *teamState, out *outcome) {
 
 // bind gives sp its GPU: ConfigMap first, then the pod update that removes the
 // gate.
-func (c *Controller) bind(ctx context.Context, sp *sharePod) error {
+func (c *Controller) bind(ctx context.Context, sp *sharePod, limits *FractionLimits) error {
 	r := sp.res
-	if err := c.ensureConfigMap(ctx, sp); err != nil {
+	if err := c.ensureConfigMap(ctx, sp, limits); err != nil {
 		var conflict *errConfigMapConflict
 		if errors.As(err, &conflict) {
 			c.event(sp.pod, nil, corev1.EventTypeWarning, ReasonConfigMapConflict, conflict.Error())

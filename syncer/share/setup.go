@@ -23,7 +23,8 @@ const ControllerName = "gpuvc-share"
 
 // SetupWithManager registers the controller. A team is reconciled when its
 // namespace changes, when one of its share or reservation pods changes, when any
-// of its pods goes (quota frees) and when its ResourceQuota changes. Pods and
+// of its pods goes (quota frees), when its ResourceQuota changes and when a
+// node's list of unhealthy GPUs changes (every team: rare). Pods and
 // quotas are watched metadata-only: the controller reads what it decides on from
 // the API server, so the cache only has to wake it.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
@@ -34,6 +35,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		}))).
 		WatchesMetadata(&corev1.Pod{}, c.podHandler()).
 		WatchesMetadata(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(namespaceOf)).
+		WatchesMetadata(&corev1.Node{}, c.nodeHealthHandler(mgr.GetClient())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).
 		Complete(c)
 }
@@ -69,5 +71,26 @@ func (c *Controller) podHandler() handler.EventHandler {
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { enqueue(e.Object, q) },
+	}
+}
+
+// nodeHealthHandler wakes every team when a node's unhealthy-GPU list changes:
+// a team's reservations on that node must stop taking shares.
+func (c *Controller) nodeHealthHandler(reader client.Reader) handler.EventHandler {
+	return handler.Funcs{
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			key := contract.AnnotationUnhealthyGPUs
+			if e.ObjectOld.GetAnnotations()[key] == e.ObjectNew.GetAnnotations()[key] {
+				return
+			}
+			var l corev1.NamespaceList
+			if err := reader.List(ctx, &l, client.HasLabels{contract.LabelTeam}); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "listing team namespaces after a GPU health change", "node", e.ObjectNew.GetName())
+				return
+			}
+			for _, ns := range l.Items {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: ns.Name}})
+			}
+		},
 	}
 }

@@ -13,17 +13,19 @@ import (
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
-// On nodes labelled gpuvc.dev/simulated=true there is no GPU to find (kwok runs
-// no container at all), so the controller records a deterministic UUID itself: GPU-sim-<node>-<n>, n the lowest index no other reservation on that
-// node (of any team) holds. The names are unique per node, stable across
+// On kwok nodes (annotation kwok.x-k8s.io/node) no container runs, so no
+// `gpuvc reserve` reports the reservation's GPU: the controller records a
+// deterministic UUID itself: GPU-sim-<node>-<n>, n the lowest index no other
+// reservation on that node (of any team) holds. Real kubelets serving simulated
+// GPUs (gpuvc.dev/simulated=true without the kwok annotation) are left to
+// `gpuvc reserve`, which reports the device the kubelet assigned. The names are unique per node, stable across
 // restarts (they live on the reservation pods), and cannot be mistaken for a
 // real GPU's.
 
 // SimulatedUUID is the UUID recorded for the n-th shared GPU of a simulated node.
 func SimulatedUUID(node string, n int) string { return "GPU-sim-" + node + "-" + strconv.Itoa(n) }
 
-// simulateUUIDs records simulated UUIDs on reservations bound to simulated
-// nodes. Choosing and writing are serialised across teams so that two
+// simulateUUIDs records simulated UUIDs on reservations bound to kwok nodes. Choosing and writing are serialised across teams so that two
 // reservations on one node never get the same index.
 func (c *Controller) simulateUUIDs(ctx context.Context, rs []*reservation) error {
 	if len(rs) == 0 {

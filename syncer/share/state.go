@@ -27,8 +27,11 @@ type reservation struct {
 	// memMiB is the GPU's memory: the node's label once bound, else the pool's
 	// smallest GPU (units computed with it are never too few); 0 = unknown.
 	memMiB int64
-	// open: neither deleted nor finished, so it may take new shares.
+	// open: neither deleted nor finished nor on a failed GPU, so it may take
+	// new shares.
 	open bool
+	// failed: its GPU is listed unhealthy on its node (gpuvc agent).
+	failed bool
 	// unschedulable is the scheduler's message while it cannot place the pod.
 	unschedulable string
 	shares        []*sharePod
@@ -69,6 +72,8 @@ type teamState struct {
 	// lost are running pods whose reservation is gone.
 	lost    []*sharePod
 	invalid []invalidPod
+	// limits, if set, go into every share pod's environment (the team's).
+	limits *FractionLimits
 }
 
 // observation is what the state is built from.
@@ -77,6 +82,8 @@ type observation struct {
 	nodeMemory map[string]int64 // GPU memory per node (label nvidia.com/gpu.memory)
 	estimate   int64            // GPU memory of an unbound reservation
 	maxPods    int
+	// unhealthy are the UUIDs of failed GPUs, from the nodes' annotations.
+	unhealthy map[string]bool
 }
 
 func isReservation(p *corev1.Pod) bool {
@@ -140,8 +147,9 @@ func b2i(b bool) int {
 func (st *teamState) addReservation(p *corev1.Pod, o observation) *reservation {
 	r := &reservation{
 		pod: p, name: p.Name, node: p.Spec.NodeName, uuid: p.Annotations[contract.AnnotationGPUUUID],
-		open: p.DeletionTimestamp == nil && !finished(p),
 	}
+	r.failed = r.uuid != "" && o.unhealthy[r.uuid]
+	r.open = p.DeletionTimestamp == nil && !finished(p) && !r.failed
 	if r.node != "" {
 		r.memMiB = o.nodeMemory[r.node]
 	} else {

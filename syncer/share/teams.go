@@ -30,6 +30,8 @@ type Team struct {
 	// MaxPodsPerGPU bounds the pods sharing one reservation; 0 means
 	// DefaultMaxPodsPerGPU.
 	MaxPodsPerGPU int
+	// FractionLimits, if set, puts HAMi-core's limits in share pods' environment.
+	FractionLimits *FractionLimits
 }
 
 func (t Team) maxPods() int {
@@ -55,6 +57,8 @@ type NamespaceTeams struct {
 	MaxPodsPerGPU map[string]int
 	// Default applies to teams not in MaxPodsPerGPU; 0 means DefaultMaxPodsPerGPU.
 	Default int
+	// FractionLimits by team name; teams missing here get none.
+	FractionLimits map[string]FractionLimits
 }
 
 var _ TeamSource = NamespaceTeams{}
@@ -80,5 +84,9 @@ func (s NamespaceTeams) ShareTeam(ctx context.Context, namespace string) (Team, 
 	if !ok {
 		max = s.Default
 	}
-	return Team{Name: name, Pool: pool, MaxPodsPerGPU: max}, nil
+	t := Team{Name: name, Pool: pool, MaxPodsPerGPU: max}
+	if l, ok := s.FractionLimits[name]; ok {
+		t.FractionLimits = &l
+	}
+	return t, nil
 }

@@ -14,7 +14,8 @@ import (
 // plugin serves one resource's devices to the kubelet.
 type plugin struct {
 	pluginapi.UnimplementedDevicePluginServer
-	res Resource
+	res    Resource
+	health *Health // nil: always healthy
 }
 
 var _ pluginapi.DevicePluginServer = (*plugin)(nil)
@@ -28,18 +29,30 @@ func (p *plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*plu
 	return options(), nil
 }
 
-// ListAndWatch sends every device as healthy, then keeps the stream open until
-// the kubelet or the server ends it: simulated devices never change health.
+// ListAndWatch sends the devices with their health, then again after every
+// health change, until the kubelet or the server ends the stream.
 func (p *plugin) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingServer[pluginapi.ListAndWatchResponse]) error {
-	devs := make([]*pluginapi.Device, 0, len(p.res.DeviceIDs))
-	for _, id := range p.res.DeviceIDs {
-		devs = append(devs, &pluginapi.Device{ID: id, Health: pluginapi.Healthy})
+	for {
+		devs := make([]*pluginapi.Device, 0, len(p.res.DeviceIDs))
+		var changed <-chan struct{}
+		for _, id := range p.res.DeviceIDs {
+			ok, ch := p.health.healthy(id)
+			state := pluginapi.Healthy
+			if !ok {
+				state = pluginapi.Unhealthy
+			}
+			devs = append(devs, &pluginapi.Device{ID: id, Health: state})
+			changed = ch
+		}
+		if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: devs}); err != nil {
+			return err
+		}
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case <-changed: // nil without health: blocks
+		}
 	}
-	if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: devs}); err != nil {
-		return err
-	}
-	<-stream.Context().Done()
-	return nil
 }
 
 // GetPreferredAllocation prefers the devices that must be included, then the

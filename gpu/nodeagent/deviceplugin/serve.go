@@ -34,6 +34,9 @@ type Options struct {
 	// Dir is the kubelet's device-plugin folder; empty means DefaultDir.
 	Dir       string
 	Inventory inventory.Inventory
+	// Health, if set, is the devices' health (Health.SetUnhealthy); nil means
+	// every device stays healthy.
+	Health *Health
 	// RetryInterval is the longest wait before retrying a failed registration
 	// (the kubelet is not up yet, or refused); zero means 5s. Retries start
 	// at 50ms and double up to it: kubelet.sock appears (bind) a moment
@@ -80,7 +83,7 @@ func Serve(ctx context.Context, o Options) error {
 		return fmt.Errorf("watching %s: %w", dir, err)
 	}
 
-	s := &session{dir: dir, resources: resources, log: logr.FromContextOrDiscard(ctx)}
+	s := &session{dir: dir, resources: resources, health: o.Health, log: logr.FromContextOrDiscard(ctx)}
 	defer s.stop()
 	if err := s.start(); err != nil {
 		return err
@@ -144,6 +147,7 @@ func errOr(err error, s string) string {
 type session struct {
 	dir       string
 	resources []Resource
+	health    *Health
 	log       logr.Logger
 	servers   []*grpc.Server
 	sockets   map[string]os.FileInfo // socket path -> the file this session listens on
@@ -171,7 +175,7 @@ func (s *session) start() error {
 		}
 		s.sockets[path] = fi
 		srv := grpc.NewServer()
-		pluginapi.RegisterDevicePluginServer(srv, &plugin{res: r})
+		pluginapi.RegisterDevicePluginServer(srv, &plugin{res: r, health: s.health})
 		go func() { _ = srv.Serve(lis) }()
 		s.servers = append(s.servers, srv)
 	}

@@ -14,9 +14,13 @@ const (
 	// LabelPool is the node label and the NoSchedule taint key of node pools;
 	// team namespaces carry it too, naming the team's pool.
 	LabelPool = "gpuvc.dev/pool"
-	// LabelSimulated ("true") marks nodes whose GPUs are simulated (kwok, kind):
-	// no NVML, no real device, so the share controller records reservation GPU
-	// UUIDs itself.
+	// LabelSimulated ("true") marks nodes whose GPUs are simulated: kwok nodes
+	// (set by kind/nodepool) and real kubelets serving simulated GPUs through
+	// gpuvc's device plugin (kind trial workers, the local real node; set by the
+	// agent). It says nothing about whether containers run there: the share
+	// controller invents reservation UUIDs only on kwok nodes
+	// (AnnotationKwokNode); elsewhere `gpuvc reserve` reports the device the
+	// kubelet assigned.
 	LabelSimulated = "gpuvc.dev/simulated"
 	// AnnotationGPUInventory holds a node's GPU inventory as JSON, published
 	// by `gpuvc agent`.

@@ -10,3 +10,8 @@ const (
 	// its own namespace (to record the GPU it holds), nothing else.
 	ReserveServiceAccount = "gpuvc-reserve"
 )
+
+// TeamNamespacePrefix starts every team's host namespace: team-<name>
+// (v1alpha1.HostNamespace). The agent, which may not read namespaces, derives a
+// pod's team from it.
+const TeamNamespacePrefix = "team-"

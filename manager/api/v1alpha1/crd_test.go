@@ -84,7 +84,9 @@ var validTeams = map[string]string{
 	"max per pod without quota":           "metadata: {name: no-quota}\nspec: {pool: a100, quota: {}, maxGPUsPerPod: 2}",
 	"network without CIDRs":               "metadata: {name: open}\nspec: {pool: a100, quota: {}, network: {defaultDeny: false}}",
 	// 200 characters of 2 bytes: the CRD's maxLength counts characters (found by FuzzTeamValidation).
-	"member name of multi-byte characters": "metadata: {name: accents}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: " + strings.Repeat("é", 200) + "}]}",
+	"member name of multi-byte characters":  "metadata: {name: accents}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: " + strings.Repeat("é", 200) + "}]}",
+	"fraction limits":                       "metadata: {name: limited}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {fractions: true, fractionLimits: {enabled: true, reserveMiB: 512}}}",
+	"fraction limits off without fractions": "metadata: {name: limits-off}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {fractionLimits: {enabled: false}}}",
 }
 
 func TestValidTeamIsAcceptedWithDefaults(t *testing.T) {
@@ -170,6 +172,18 @@ var invalidTeams = map[string]struct {
 	"fractions without GPUs": {
 		manifest: "metadata: {name: frac}\nspec: {pool: a100, quota: {mig: {1g.10gb: 2}}, gpuSharing: {fractions: true}}",
 		want:     []string{"spec.gpuSharing.fractions", "spec.quota.gpus to at least 1"},
+	},
+	"fraction limits without fractions": {
+		manifest: "metadata: {name: limits}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractionLimits: {enabled: true}}}",
+		want:     []string{"spec.gpuSharing.fractionLimits", "set spec.gpuSharing.fractions: true"},
+	},
+	"fraction reserve too large": {
+		manifest: "metadata: {name: reserve}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractions: true, fractionLimits: {enabled: true, reserveMiB: 20000}}}",
+		want:     []string{"spec.gpuSharing.fractionLimits.reserveMiB", "between 0 and 16384"},
+	},
+	"fraction reserve negative": {
+		manifest: "metadata: {name: reserve-neg}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractions: true, fractionLimits: {enabled: true, reserveMiB: -1}}}",
+		want:     []string{"spec.gpuSharing.fractionLimits.reserveMiB", "between 0 and 16384"},
 	},
 	"one pod per shared GPU": {
 		manifest: "metadata: {name: share1}\nspec: {pool: a100, quota: {gpus: 1}, gpuSharing: {fractions: true, maxPodsPerSharedGPU: 1}}",

@@ -131,6 +131,8 @@ type Quota struct {
 }
 
 // GPUSharing configures fractional GPUs and how plain GPU requests are served.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.fractionLimits) || !has(self.fractionLimits.enabled) || !self.fractionLimits.enabled || (has(self.fractions) && self.fractions)",message="spec.gpuSharing.fractionLimits: limits apply to fractional pods; set spec.gpuSharing.fractions: true"
 type GPUSharing struct {
 	// Fractions lets pods ask for part of a GPU with the KAI-style gpu-fraction or
 	// gpu-memory annotations; shared GPUs are held by reservation pods in the team's
@@ -151,6 +153,11 @@ type GPUSharing struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[1-7]g\.[0-9]+gb(\+me)?$`
 	WholeGPUAs string `json:"wholeGPUAs,omitempty"`
+
+	// FractionLimits puts memory and compute limits for HAMi-core's libvgpu in
+	// fractional pods' environment (team_fraction_types.go). Needs fractions.
+	// +optional
+	FractionLimits *FractionLimits `json:"fractionLimits,omitempty"`
 }
 
 // Network configures the team's host NetworkPolicies.

@@ -152,6 +152,14 @@ func validateSharing(p *field.Path, s TeamSpec) field.ErrorList {
 			errs = append(errs, field.Invalid(wp, w, "the MIG profile whole-GPU requests map to needs a quota in spec.quota.mig"))
 		}
 	}
+	if l := g.FractionLimits; l != nil {
+		if l.Enabled && !g.Fractions {
+			errs = append(errs, field.Invalid(p.Child("fractionLimits"), true, "limits apply to fractional pods; set spec.gpuSharing.fractions: true"))
+		}
+		if r := l.ReserveMiB; r != nil && (*r < 0 || *r > MaxFractionReserveMiB) {
+			errs = append(errs, field.Invalid(p.Child("fractionLimits", "reserveMiB"), *r, fmt.Sprintf("must be between 0 and %d MiB", MaxFractionReserveMiB)))
+		}
+	}
 	if g.Fractions && (s.Quota.GPUs == nil || *s.Quota.GPUs < 1) {
 		errs = append(errs, field.Invalid(p.Child("fractions"), true, "fractional GPUs are carved from whole GPUs the team holds; set spec.quota.gpus to at least 1"))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/textlogger"
@@ -36,6 +37,11 @@ type flags struct {
 	devicePlugin    bool
 	devicePluginDir string
 	verbosity       int
+	gpuFailure      string
+	injectFailures  string
+	ignoreXIDs      string
+	metricsAddr     string
+	podResources    string
 }
 
 // NewCommand returns the agent command. --node-name defaults to $NODE_NAME as
@@ -50,7 +56,10 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			"GFD would set (nvidia.com/gpu.product, ...). GPUs are read with NVML, or simulated with\n" +
 			"--simulate on nodes without GPUs; --device-plugin then also serves the simulated GPUs\n" +
 			"to the kubelet as nvidia.com/gpu and nvidia.com/mig-<profile> (mixed strategy).\n" +
-			"Needs RBAC get and patch on nodes.",
+			"It also watches the GPUs' health (NVML events: critical XIDs, double-bit ECC, lost GPUs)\n" +
+			"and, per --gpu-failure, sets the Node condition GPUHealthy, taints, cordons and drains.\n" +
+			"Needs RBAC get and patch on nodes; with health watching also patch nodes/status and\n" +
+			"create events; with cordon-drain also list pods and create pods/eviction.",
 		Example: "  gpuvc agent --node-name=$(NODE_NAME)\n" +
 			"  gpuvc agent --simulate product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced --device-plugin",
 		Args: cobra.NoArgs,
@@ -66,6 +75,11 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.BoolVar(&f.devicePlugin, "device-plugin", false, "also serve the simulated GPUs to the kubelet through the device-plugin API (needs --simulate)")
 	fs.StringVar(&f.devicePluginDir, "device-plugin-dir", deviceplugin.DefaultDir, "the kubelet's device-plugin folder (holds kubelet.sock)")
 	fs.IntVar(&f.verbosity, "v", 0, "log verbosity")
+	fs.StringVar(&f.gpuFailure, "gpu-failure", string(nodeagent.HealthTaint), "what to do when a GPU fails (critical XID, double-bit ECC, lost): report (condition GPUHealthy, annotation, events, metrics), taint (also taint gpuvc.dev/gpu-unhealthy:NoSchedule), cordon-drain (also cordon and evict the pods on the failed GPU) or off (no health watching)")
+	fs.StringVar(&f.injectFailures, "inject-gpu-failures", "", "with --simulate: a file whose lines inject failures of simulated GPUs: \"<gpu index or UUID> xid=<n>|ecc|lost\"")
+	fs.StringVar(&f.ignoreXIDs, "ignore-xids", "", "comma-separated XIDs not to treat as GPU failures, besides the application XIDs always ignored (13, 31, 43, 45, 68, 109)")
+	fs.StringVar(&f.podResources, "pod-resources-socket", nodeagent.DefaultPodResourcesSocket, "the kubelet's pod-resources socket: maps GPUs to pods for gpuvc_team_gpu_utilization (real GPUs, with --metrics-bind-address)")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", `address of the Prometheus metrics endpoint (/metrics; "0" disables it)`)
 	return cmd
 }
 
@@ -75,6 +89,8 @@ type config struct {
 	spec     *inventory.Spec // set with --simulate
 	strategy inventory.Strategy
 	gfd      nodeagent.GFDMode
+	health   nodeagent.HealthPolicy // "" with --gpu-failure=off
+	ignore   []uint64
 }
 
 // validate checks every flag before anything talks to NVML or the API server.
@@ -102,6 +118,17 @@ func (f *flags) validate() (config, error) {
 	if f.devicePlugin && c.strategy != inventory.StrategyMixed {
 		return c, fmt.Errorf("--device-plugin advertises MIG devices with the mixed strategy: --mig-strategy %s would label the node differently", c.strategy)
 	}
+	if f.gpuFailure != healthOff {
+		if c.health, err = nodeagent.ParseHealthPolicy(f.gpuFailure); err != nil {
+			return c, fmt.Errorf("--gpu-failure: %w (or off)", err)
+		}
+	}
+	if c.ignore, err = parseXIDs(f.ignoreXIDs); err != nil {
+		return c, err
+	}
+	if f.injectFailures != "" && (f.simulate == "" || c.health == "") {
+		return c, errors.New("--inject-gpu-failures fails simulated GPUs only: it needs --simulate and a --gpu-failure other than off")
+	}
 	if f.devicePlugin && f.once {
 		return c, errors.New("--device-plugin must keep running for the kubelet: drop --once")
 	}
@@ -126,7 +153,8 @@ func run(ctx context.Context, streams cli.Streams, globals *cli.Globals, f *flag
 		return err
 	}
 	// Local problems (no driver) first, before the API server configuration.
-	if _, err := c.source.Inventory(); err != nil {
+	inv, err := c.source.Inventory()
+	if err != nil {
 		return hint(fmt.Errorf("reading the GPUs of node %q: %w", f.nodeName, err))
 	}
 	cfg, err := globals.RESTConfig()
@@ -156,27 +184,63 @@ func run(ctx context.Context, streams cli.Streams, globals *cli.Globals, f *flag
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if !f.devicePlugin {
-		return hint(agent.Run(ctx))
-	}
-	inv, err := inventory.Simulate(*c.spec)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 2)
-	go func() { errs <- hint(agent.Run(ctx)) }()
-	go func() {
-		err := deviceplugin.Serve(ctx, deviceplugin.Options{Dir: f.devicePluginDir, Inventory: inv})
+	var tasks []func() error
+	tasks = append(tasks, func() error { return hint(agent.Run(ctx)) })
+
+	var plugin *deviceplugin.Health
+	if f.devicePlugin {
+		plugin = deviceplugin.NewHealth(inv)
+		tasks = append(tasks, func() error {
+			err := deviceplugin.Serve(ctx, deviceplugin.Options{Dir: f.devicePluginDir, Inventory: inv, Health: plugin})
+			if err != nil {
+				err = fmt.Errorf("device plugin: %w", err)
+			}
+			return err
+		})
+	}
+	reg := prometheus.NewRegistry()
+	if w := f.healthWatcher(inv, c.ignore); c.health != "" && w != nil {
+		h, stopEvents, err := startHealth(ctx, client, f.nodeName, c.health, inv, reg)
 		if err != nil {
-			err = fmt.Errorf("device plugin: %w", err)
+			return err
 		}
-		errs <- err
-	}()
-	first := <-errs // the first to end (an error, or nil once ctx ended) ends both
+		defer stopEvents()
+		if plugin != nil {
+			h.OnUnhealthy = plugin.SetUnhealthy
+		}
+		tasks = append(tasks, func() error {
+			// A watch that cannot run (a driver without events) must not end
+			// the inventory publication: say so and keep publishing.
+			if err := h.Run(ctx, w); err != nil {
+				log.Error(err, "GPU health is not watched on this node")
+				<-ctx.Done()
+			}
+			return nil
+		})
+	}
+	if f.metricsAddr != "0" && f.metricsAddr != "" {
+		if f.simulate == "" {
+			stopUtil, err := registerUtilization(reg, f.nodeName, f.podResources, log)
+			if err != nil {
+				return err
+			}
+			defer stopUtil()
+		}
+		tasks = append(tasks, func() error { return serveMetrics(ctx, f.metricsAddr, reg) })
+	}
+	errs := make(chan error, len(tasks))
+	for _, task := range tasks {
+		go func() { errs <- task() }()
+	}
+	first := <-errs // the first to end (an error, or nil once ctx ended) ends all
 	cancel()
-	return errors.Join(first, <-errs)
+	all := []error{first}
+	for range len(tasks) - 1 {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
 }
 
 // hint adds what to do about a missing driver.

@@ -65,7 +65,13 @@ func TestAgentFlagErrors(t *testing.T) {
 			[]string{"--mig-strategy single"}},
 		"device plugin not once": {[]string{"--node-name=n", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=1", "--device-plugin", "--once"},
 			[]string{"drop --once"}},
-		"arguments": {[]string{"--node-name=n", "extra"}, []string{"unknown command"}},
+		"arguments":          {[]string{"--node-name=n", "extra"}, []string{"unknown command"}},
+		"gpu failure policy": {[]string{"--node-name=n", "--gpu-failure=drain"}, []string{"--gpu-failure", `"drain"`, "report, taint, cordon-drain", "off"}},
+		"ignore xids":        {[]string{"--node-name=n", "--ignore-xids=48,x"}, []string{"--ignore-xids", `"x"`}},
+		"inject without simulate": {[]string{"--node-name=n", "--inject-gpu-failures=/tmp/f"},
+			[]string{"--inject-gpu-failures", "--simulate"}},
+		"inject with health off": {[]string{"--node-name=n", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=1", "--inject-gpu-failures=/tmp/f", "--gpu-failure=off"},
+			[]string{"--inject-gpu-failures", "off"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
