@@ -83,6 +83,8 @@ var validTeams = map[string]string{
 	"empty sharing":                       "metadata: {name: empty-sharing}\nspec: {pool: a100, quota: {}, gpuSharing: {}}",
 	"max per pod without quota":           "metadata: {name: no-quota}\nspec: {pool: a100, quota: {}, maxGPUsPerPod: 2}",
 	"network without CIDRs":               "metadata: {name: open}\nspec: {pool: a100, quota: {}, network: {defaultDeny: false}}",
+	"idle policy at its limits":           "metadata: {name: sleepy}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 5m}, gpuPods: {after: 720h, action: Evict, maxUtilizationPercent: 100}}}",
+	"idle policy, compound duration":      "metadata: {name: sleepy2}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 1h30m0s}}}",
 }
 
 func TestValidTeamIsAcceptedWithDefaults(t *testing.T) {
@@ -113,6 +115,12 @@ var invalidTeams = map[string]struct {
 	manifest string
 	want     []string
 }{
+	"sleep too soon":         {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 1m}}}", want: []string{"spec.idle.vcluster.sleepAfter", "out of range"}},
+	"sleep too late":         {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 721h}}}", want: []string{"spec.idle.vcluster.sleepAfter", "out of range"}},
+	"sleep not a duration":   {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: soon}}}", want: []string{"spec.idle.vcluster.sleepAfter"}},
+	"idle GPU pods too soon": {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {gpuPods: {after: 30s}}}", want: []string{"spec.idle.gpuPods.after", "out of range"}},
+	"idle GPU pods action":   {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {gpuPods: {after: 1h, action: Kill}}}", want: []string{"spec.idle.gpuPods.action"}},
+	"idle GPU pods percent":  {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {gpuPods: {after: 1h, maxUtilizationPercent: 101}}}", want: []string{"spec.idle.gpuPods.maxUtilizationPercent"}},
 	"name with a dot": {
 		manifest: "metadata: {name: a.b}\nspec: {pool: a100, quota: {}}",
 		want:     []string{"metadata.name", "a.b is not a DNS-1035 label"},
