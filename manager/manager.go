@@ -30,6 +30,7 @@ import (
 	"github.com/gpuvc/gpuvc/manager/accounting"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/manager/api/scheme"
+	"github.com/gpuvc/gpuvc/manager/idle"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/manager/teampolicy"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -65,6 +66,8 @@ type Options struct {
 	Team         team.Options
 	// Accounting paces the GPU-time accounting (manager/accounting).
 	Accounting accounting.Options
+	// Idle paces the idle policy (manager/idle) and says where its waker answers.
+	Idle idle.Options
 	// SkipNameValidation lets a process run a second manager after the first
 	// (tests that restart the manager).
 	SkipNameValidation bool
@@ -136,6 +139,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		return nil, err
 	}
 	if err := addAccounting(mgr, opts.Accounting); err != nil {
+		return nil, err
+	}
+	// The idle policy runs on the leader: the teams' Services point at its waker.
+	if err := mgr.Add(idle.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("gpuvc-idle"), opts.Idle)); err != nil {
 		return nil, err
 	}
 	if opts.WebhookPort != 0 {
