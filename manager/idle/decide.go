@@ -68,6 +68,8 @@ func decide(in input) (act action, reason, message string) {
 		return actNone, "Awake", msg
 	case s.asleep():
 		return actNone, "Asleep", "the control plane is scaled to zero; the next connection to the team's API address wakes it"
+	case s.routed && idleFor < in.sleepAfter-in.probe:
+		return actUnroute, "Awake", fmt.Sprintf("an API connection arrived %v ago: the team's API address goes straight to the control plane again", idleFor.Round(time.Second))
 	case s.routed && idleFor >= in.sleepAfter && in.openConns == 0:
 		return actSleep, "Asleep", fmt.Sprintf("no team pod and no new API connection for %v (spec.idle.vcluster.sleepAfter %v)", idleFor.Round(time.Second), in.sleepAfter)
 	case s.routed:

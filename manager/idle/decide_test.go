@@ -28,6 +28,7 @@ func TestDecide(t *testing.T) {
 		"awake, just short of the probe":       {idle: 25*time.Minute - time.Second, st: awake, want: want{actNone, "Awake"}},
 		"awake, the probe window begins":       {idle: 25 * time.Minute, st: awake, want: want{actRoute, "Drowsy"}},
 		"drowsy, window not over":              {idle: 29 * time.Minute, st: drowsy, want: want{actNone, "Drowsy"}},
+		"drowsy, a connection came":            {idle: time.Minute, st: drowsy, want: want{actUnroute, "Awake"}},
 		"drowsy, window over":                  {idle: 30 * time.Minute, st: drowsy, want: want{actSleep, "Asleep"}},
 		"drowsy, window over, connection open": {idle: 40 * time.Minute, st: drowsy, openConns: 1, want: want{actNone, "Drowsy"}},
 		"asleep stays asleep":                  {idle: 50 * time.Hour, st: asleep, want: want{actNone, "Asleep"}},

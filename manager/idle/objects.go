@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -182,6 +183,10 @@ func (s *Sleeper) ensureWakerSlice(ctx context.Context, v vcluster, svc *corev1.
 	}
 	if err != nil {
 		return err
+	}
+	if equality.Semantic.DeepEqual(got.Endpoints, want.Endpoints) && equality.Semantic.DeepEqual(got.Ports, want.Ports) &&
+		equality.Semantic.DeepEqual(got.Labels, want.Labels) {
+		return nil
 	}
 	got.Labels, got.AddressType, got.Endpoints, got.Ports = want.Labels, want.AddressType, want.Endpoints, want.Ports
 	return s.client.Update(ctx, got)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -45,6 +46,9 @@ type Options struct {
 	EndpointsWait time.Duration
 	// PollInterval of waits for a ready control plane. Default 250ms.
 	PollInterval time.Duration
+	// Dial connects the waker to the control plane. Default: a net.Dialer with a
+	// 10s timeout; tests stand in for a control plane where no container runs.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 func (o Options) withDefaults() Options {
@@ -68,6 +72,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = 250 * time.Millisecond
+	}
+	if o.Dial == nil {
+		o.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
 	}
 	return o
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"strconv"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,7 +123,7 @@ func (s *Sleeper) handle(ctx context.Context, v vcluster, conn net.Conn) {
 		}
 		return
 	}
-	up, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, "tcp", target)
+	up, err := s.opts.Dial(ctx, "tcp", target)
 	if err != nil {
 		logger.Error(err, "connecting to the vCluster control plane", "target", target)
 		return
