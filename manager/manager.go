@@ -30,6 +30,7 @@ import (
 	"github.com/gpuvc/gpuvc/manager/accounting"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/manager/api/scheme"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/idle"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/manager/teampolicy"
@@ -142,7 +143,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		return nil, err
 	}
 	// The idle policy runs on the leader: the teams' Services point at its waker.
-	if err := mgr.Add(idle.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("gpuvc-idle"), opts.Idle)); err != nil {
+	if err := addIdle(ctx, mgr, opts.Idle); err != nil {
 		return nil, err
 	}
 	if opts.WebhookPort != 0 {
@@ -193,6 +194,20 @@ func addAccounting(mgr ctrl.Manager, opts accounting.Options) error {
 		return err
 	}
 	return mgr.Add(accounting.New(mgr.GetClient(), mgr.GetAPIReader(), opts))
+}
+
+// addIdle runs the idle policy; a Team's sleep or wake request is acted on at
+// once rather than at the next interval.
+func addIdle(ctx context.Context, mgr ctrl.Manager, opts idle.Options) error {
+	s := idle.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("gpuvc-idle"), opts)
+	inf, err := mgr.GetCache().GetInformer(ctx, &gpuvcv1.Team{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(s.PokeOnRequest()); err != nil {
+		return err
+	}
+	return mgr.Add(s)
 }
 
 // addWebhook registers the syncer's pod webhook. The manager's own identity is

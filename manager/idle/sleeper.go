@@ -12,11 +12,13 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
@@ -88,6 +90,7 @@ type Sleeper struct {
 	opts     Options
 	ctx      context.Context // of Start; connections are served under it
 
+	poke         chan struct{}
 	mu           sync.Mutex
 	lastActivity map[string]time.Time // per team
 	listeners    map[string]*listener
@@ -96,7 +99,7 @@ type Sleeper struct {
 
 // New returns a Sleeper; add it to a manager with mgr.Add.
 func New(c client.Client, reader client.Reader, recorder events.EventRecorder, opts Options) *Sleeper {
-	return &Sleeper{client: c, reader: reader, recorder: recorder, opts: opts.withDefaults(), ctx: context.Background(),
+	return &Sleeper{client: c, reader: reader, recorder: recorder, opts: opts.withDefaults(), ctx: context.Background(), poke: make(chan struct{}, 1),
 		lastActivity: map[string]time.Time{}, listeners: map[string]*listener{}, wakes: map[string]*wakeCall{}}
 }
 
@@ -120,8 +123,29 @@ func (s *Sleeper) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-s.opts.Clock.After(s.opts.Interval):
+		case <-s.poke:
 		}
 	}
+}
+
+// Poke makes the running Sleeper look at every team now (a Team asks for sleep
+// or wake), instead of at the next Interval.
+func (s *Sleeper) Poke() {
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
+}
+
+// PokeOnRequest is an informer event handler: a Team that carries a sleep or
+// wake request pokes the Sleeper.
+func (s *Sleeper) PokeOnRequest() toolscache.ResourceEventHandler {
+	check := func(obj any) {
+		if t, ok := obj.(*gpuvcv1.Team); ok && t.Annotations[contract.AnnotationIdleRequest] != "" {
+			s.Poke()
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{AddFunc: check, UpdateFunc: func(_, obj any) { check(obj) }}
 }
 
 // Tick applies the policy to every team once.
@@ -197,6 +221,9 @@ func (s *Sleeper) tickTeam(ctx context.Context, t *gpuvcv1.Team) error {
 	if st.workloadPods > 0 {
 		s.touch(t.Name)
 	}
+	if acted, err := s.handleRequest(ctx, t, v, st, sleepAfter != 0); acted || err != nil {
+		return err
+	}
 	probe := min(s.opts.Probe, sleepAfter/2)
 	act, reason, msg := decide(input{now: s.opts.Clock.Now(), lastActivity: s.activity(t.Name), sleepAfter: sleepAfter,
 		probe: probe, openConns: s.openConns(t.Name), state: st})
@@ -221,8 +248,7 @@ func (s *Sleeper) tickTeam(ctx context.Context, t *gpuvcv1.Team) error {
 			return err
 		}
 		s.event(t, corev1.EventTypeNormal, "Asleep", "Sleep", "vCluster control plane scaled to zero: "+msg)
-		now := metav1.NewTime(s.opts.Clock.Now())
-		return s.setCondition(ctx, t, true, reason, msg, func(st *gpuvcv1.IdleStatus) { st.AsleepSince = &now })
+		return s.setCondition(ctx, t, true, reason, msg, func(st *gpuvcv1.IdleStatus) { st.AsleepSince = nowTime(s) })
 	case actWake:
 		s.event(t, corev1.EventTypeNormal, "Waking", "Wake", msg)
 		if _, err := s.ensureAwake(ctx, v, true); err != nil {
@@ -362,4 +388,9 @@ func (s *Sleeper) clearCondition(ctx context.Context, t *gpuvcv1.Team) error {
 	apimeta.RemoveStatusCondition(&t.Status.Conditions, gpuvcv1.ConditionAsleep)
 	t.Status.Idle = nil
 	return s.client.Status().Patch(ctx, t, client.MergeFrom(orig))
+}
+
+func nowTime(s *Sleeper) *metav1.Time {
+	now := metav1.NewTime(s.opts.Clock.Now())
+	return &now
 }

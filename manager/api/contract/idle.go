@@ -17,3 +17,12 @@ const (
 	// waker's EndpointSlice (the EndpointSlice controller leaves it alone).
 	WakerManagedBy = "idle.gpuvc.dev"
 )
+
+// AnnotationIdleRequest, on a Team, asks the manager to put its vCluster to sleep
+// now (IdleRequestSleep) or wake it (IdleRequestWake): `gpuvc team sleep|wake`.
+// The manager removes it once it has acted.
+const (
+	AnnotationIdleRequest = "gpuvc.dev/idle-request"
+	IdleRequestSleep      = "sleep"
+	IdleRequestWake       = "wake"
+)
