@@ -69,13 +69,12 @@ func (s *Sleeper) wakeNow(ctx context.Context, t *gpuvcv1.Team, v vcluster, st s
 	switch {
 	case st.asleep():
 		s.event(t, corev1.EventTypeNormal, "Waking", "Wake", "woken on request (gpuvc team wake)")
-		_, err := s.ensureAwake(ctx, v, true)
+		_, err := s.ensureAwake(ctx, v)
 		return err
 	case st.routed:
 		if err := s.unroute(ctx, v); err != nil {
 			return err
 		}
-		s.closeListener(t.Name)
 		s.event(t, corev1.EventTypeNormal, "Awake", "Unroute", "woken on request (gpuvc team wake): the team's API address goes straight to the control plane")
 	}
 	return nil

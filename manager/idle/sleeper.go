@@ -218,6 +218,9 @@ func (s *Sleeper) tickTeam(ctx context.Context, t *gpuvcv1.Team) error {
 			return err
 		}
 	}
+	if !st.routed && s.openConns(t.Name) == 0 {
+		s.closeListener(t.Name)
+	}
 	if st.workloadPods > 0 {
 		s.touch(t.Name)
 	}
@@ -241,7 +244,6 @@ func (s *Sleeper) tickTeam(ctx context.Context, t *gpuvcv1.Team) error {
 		if err := s.unroute(ctx, v); err != nil {
 			return err
 		}
-		s.closeListener(t.Name)
 		s.event(t, corev1.EventTypeNormal, "Awake", "Unroute", msg)
 	case actSleep:
 		if err := s.sleep(ctx, v); err != nil {
@@ -251,7 +253,7 @@ func (s *Sleeper) tickTeam(ctx context.Context, t *gpuvcv1.Team) error {
 		return s.setCondition(ctx, t, true, reason, msg, func(st *gpuvcv1.IdleStatus) { st.AsleepSince = nowTime(s) })
 	case actWake:
 		s.event(t, corev1.EventTypeNormal, "Waking", "Wake", msg)
-		if _, err := s.ensureAwake(ctx, v, true); err != nil {
+		if _, err := s.ensureAwake(ctx, v); err != nil {
 			return err
 		}
 		return nil // wake wrote the condition
@@ -309,12 +311,13 @@ func (s *Sleeper) wake(ctx context.Context, v vcluster) (string, error) {
 	s.touch(v.team)
 	// The Service goes back to the control plane in the background: this
 	// connection is proxied already.
+	// The waker keeps listening (and proxying to the woken control plane) until a
+	// later look finds the Service routed back and no connection open: clients
+	// whose retry kube-proxy still sends to the waker are served.
 	go func() {
 		if err := s.unroute(s.ctx, v); err != nil {
 			log.FromContext(ctx).Error(err, "routing the Service back to the woken control plane", "team", v.team)
-			return
 		}
-		s.closeListener(v.team)
 	}()
 	msg := fmt.Sprintf("woken by a connection in %v", latency.Round(time.Millisecond))
 	s.event(t, corev1.EventTypeNormal, "Awake", "Wake", msg)

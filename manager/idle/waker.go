@@ -2,7 +2,6 @@ package idle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -116,11 +115,15 @@ func (s *Sleeper) handle(ctx context.Context, v vcluster, conn net.Conn) {
 	if !internal {
 		s.touch(v.team)
 	}
-	target, err := s.ensureAwake(ctx, v, !internal)
-	if err != nil {
-		if !errors.Is(err, errStaysAsleep) {
-			logger.Error(err, "waking the vCluster for a connection")
-		}
+	target, err := s.readyTarget(ctx, v)
+	switch {
+	case err != nil:
+		logger.Error(err, "finding the vCluster control plane for a connection")
+		return
+	case target == "" && internal:
+		return // the team's system pods do not wake it
+	case target == "":
+		s.answerWhileWaking(ctx, v, conn)
 		return
 	}
 	up, err := s.opts.Dial(ctx, "tcp", target)
@@ -169,16 +172,11 @@ func (s *Sleeper) fromSystemPod(ctx context.Context, v vcluster, addr net.Addr) 
 	return false, nil
 }
 
-var errStaysAsleep = errors.New("connection from a system pod: the vCluster stays asleep")
-
 // ensureAwake returns the address of a ready control plane, waking it first
-// when it sleeps (only when wake is set). Concurrent callers share one wake.
-func (s *Sleeper) ensureAwake(ctx context.Context, v vcluster, wake bool) (string, error) {
+// when it sleeps. Concurrent callers share one wake.
+func (s *Sleeper) ensureAwake(ctx context.Context, v vcluster) (string, error) {
 	if target, err := s.readyTarget(ctx, v); err != nil || target != "" {
 		return target, err
-	}
-	if !wake {
-		return "", errStaysAsleep
 	}
 	s.mu.Lock()
 	w := s.wakes[v.team]
