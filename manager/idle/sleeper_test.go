@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,10 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +37,7 @@ import (
 // touches: the team namespace, the Service <team> (https 443 → 8443, selector
 // app=vcluster,release=<team>) and the control-plane StatefulSet, whose pod kwok
 // runs and reports ready.
-func standInVCluster(ctx context.Context, t *testing.T, team string, sleepAfter time.Duration) {
+func standInVCluster(ctx context.Context, t *testing.T, team string, sleepAfter time.Duration, ca *testCA, server string) {
 	t.Helper()
 	tm := testobj.Team(team, "a100").Obj()
 	tm.Spec.Idle = &gpuvcv1.Idle{VCluster: &gpuvcv1.VClusterIdle{SleepAfter: metav1.Duration{Duration: sleepAfter}}}
@@ -62,6 +67,18 @@ func standInVCluster(ctx context.Context, t *testing.T, team string, sleepAfter 
 			},
 		},
 	}))
+	// vCluster's certificates and the team's kubeconfig, which trusts its CA.
+	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: team + "-certs", Namespace: ns},
+		Data: map[string][]byte{"ca.crt": ca.certPEM, "ca.key": ca.keyPEM}}))
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[team] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca.certPEM}
+	kc.AuthInfos[team] = &clientcmdapi.AuthInfo{Token: "team-token"}
+	kc.Contexts[team] = &clientcmdapi.Context{Cluster: team, AuthInfo: team}
+	kc.CurrentContext = team
+	raw, err := clientcmd.Write(*kc)
+	require.NoError(t, err)
+	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: contract.KubeconfigSecretName, Namespace: ns},
+		Data: map[string][]byte{contract.KubeconfigSecretKey: raw}}))
 	waitReadyPod(ctx, t, ns, labels)
 }
 
@@ -83,23 +100,32 @@ func waitReadyPod(ctx context.Context, t *testing.T, ns string, labels map[strin
 	})
 }
 
-// echoServer stands in for the control plane's https port: what the waker
-// proxies must come back unchanged.
-func echoServer(t *testing.T) string {
+// teamClientAt is a client of the team's API as its kubeconfig would make it,
+// at the waker's address; hangUp closes its connections, as a kubectl that exits.
+func teamClientAt(t *testing.T, ca *testCA, server string) (_ kubernetes.Interface, hangUp func()) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer conn.Close(); _, _ = io.Copy(conn, conn) }()
+	var mu sync.Mutex
+	var conns []net.Conn
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
 		}
-	}()
-	return ln.Addr().String()
+		return conn, err
+	}
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{CAData: ca.certPEM},
+		BearerToken: "team-token", Dial: dial})
+	require.NoError(t, err)
+	return cs, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		conns = nil
+	}
 }
 
 func asleepCondition(ctx context.Context, t *testing.T, team string) *metav1.Condition {
@@ -130,15 +156,19 @@ func TestSleepAndWake(t *testing.T) {
 	ctx := integration(t)
 	const team = "sleepy"
 	ns := gpuvcv1.HostNamespace(team)
-	standInVCluster(ctx, t, team, 30*time.Minute)
-	echo := echoServer(t)
+	const firstPort = 41000
+	ca := newTestCA(t)
+	// The waker's first port is the one the team gets: its kubeconfig names it.
+	server := "https://127.0.0.1:" + strconv.Itoa(firstPort)
+	standInVCluster(ctx, t, team, 30*time.Minute, ca, server)
+	controlPlane := strings.TrimPrefix(ca.controlPlane(t).URL, "https://")
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	s := idle.New(c, c, nil, idle.Options{
 		Clock: clk, Probe: 5 * time.Minute, WakerIP: "192.0.2.10", ListenHost: "127.0.0.1",
-		Ports: idle.PortRange{First: 41000, Last: 41099},
-		// Every control-plane address is the echo server here: kwok runs no container.
+		Ports: idle.PortRange{First: firstPort, Last: firstPort + 99},
+		// kwok runs no container: every control-plane address is the stand-in.
 		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, network, echo)
+			return (&net.Dialer{}).DialContext(ctx, network, controlPlane)
 		},
 	})
 	svc := func() *corev1.Service {
@@ -146,18 +176,14 @@ func TestSleepAndWake(t *testing.T) {
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: team}, got))
 		return got
 	}
+	vc, hangUp := teamClientAt(t, ca, server)
 	roundTrip := func(port int32) {
 		t.Helper()
-		conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))), 5*time.Second)
-		require.NoError(t, err)
-		defer conn.Close()
-		require.NoError(t, conn.SetDeadline(time.Now().Add(2*time.Minute)))
-		_, err = conn.Write([]byte("ping"))
-		require.NoError(t, err)
-		buf := make([]byte, 4)
-		_, err = io.ReadFull(conn, buf)
-		require.NoError(t, err, "the waker did not pass the bytes through")
-		require.Equal(t, "ping", string(buf))
+		require.Equal(t, int32(firstPort), port)
+		defer hangUp()
+		v, err := vc.Discovery().ServerVersion()
+		require.NoError(t, err, "a request through the waker")
+		require.Equal(t, "v1.36.3-standin", v.GitVersion)
 	}
 
 	s.Tick(ctx)
@@ -209,7 +235,9 @@ func TestSleepAndWake(t *testing.T) {
 	require.True(t, ok)
 	port = *slice.Ports[0].Port
 
-	// The next connection wakes it and goes through.
+	// The next request wakes it: the waker completes TLS, holds the request until
+	// a control-plane pod is ready, answers 503 Retry-After, and client-go's retry
+	// reaches the control plane.
 	began := time.Now()
 	roundTrip(port)
 	t.Logf("wake through the waker (kwok pod) took %v", time.Since(began).Round(time.Millisecond))
