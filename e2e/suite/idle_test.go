@@ -70,6 +70,11 @@ func TestVClusterSleepsAndWakesOnTheRealNode(t *testing.T) {
 		})
 		// Awake again: requests go straight to the control plane.
 		require.Contains(t, kubectl(ctx, t, kc, "get", "ns", "-o", "name"), "namespace/default")
+		for _, line := range strings.Split(gpuvc(t, "team", "get", team).out, "\n") {
+			if strings.HasPrefix(line, "Idle:") {
+				t.Logf("round %d: %s", round, line)
+			}
+		}
 	}
 	r := gpuvc(t, "team", "get", team)
 	require.Contains(t, r.out, "last wake took", r.out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,6 +56,11 @@ func (s *Sleeper) sleepNow(ctx context.Context, t *gpuvcv1.Team, v vcluster, st 
 	}
 	if err := s.route(ctx, v, l.port); err != nil {
 		return err
+	}
+	select { // kube-proxy programs the waker's endpoint meanwhile
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(s.opts.RouteSettle):
 	}
 	if err := s.sleep(ctx, v); err != nil {
 		return err

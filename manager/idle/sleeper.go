@@ -46,6 +46,14 @@ type Options struct {
 	// EndpointsWait bounds the wait for the control plane's endpoints before the
 	// waker's EndpointSlice is removed. Default 10s.
 	EndpointsWait time.Duration
+	// HoldMax bounds how long the waker holds a request while the control plane
+	// starts before it answers 503 Retry-After anyway (kubectl's discovery gives
+	// up after 32 s; the retry is held again). Default 20s.
+	HoldMax time.Duration
+	// RouteSettle is how long `gpuvc team sleep` waits between routing the
+	// Service to the waker and scaling the control plane down, for kube-proxy to
+	// program the waker's endpoint (the idle path has its probe window). Default 5s.
+	RouteSettle time.Duration
 	// PollInterval of waits for a ready control plane. Default 250ms.
 	PollInterval time.Duration
 	// Dial connects the waker to the control plane. Default: a net.Dialer with a
@@ -71,6 +79,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.EndpointsWait <= 0 {
 		o.EndpointsWait = 10 * time.Second
+	}
+	if o.HoldMax <= 0 {
+		o.HoldMax = 20 * time.Second
+	}
+	if o.RouteSettle <= 0 {
+		o.RouteSettle = 5 * time.Second
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = 250 * time.Millisecond
@@ -196,6 +210,9 @@ func (s *Sleeper) tickTeam(ctx context.Context, t *gpuvcv1.Team) error {
 	if sleepAfter != 0 && s.opts.WakerIP == "" {
 		return s.setCondition(ctx, t, false, gpuvcv1.ReasonAwake,
 			"vCluster sleep is off: the manager has no waker address (gpuvc manager --waker-address, POD_IP in the chart)", nil)
+	}
+	if s.waking(t.Name) {
+		return nil // the wake routes the Service back itself once the control plane is ready
 	}
 	st, err := s.observe(ctx, v)
 	if err != nil {

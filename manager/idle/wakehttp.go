@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -40,11 +41,16 @@ func (s *Sleeper) answerWhileWaking(ctx context.Context, v vcluster, conn net.Co
 	if err != nil {
 		return
 	}
-	_, wakeErr := s.ensureAwake(ctx, v)
+	hold, cancel := context.WithTimeout(ctx, s.opts.HoldMax)
+	_, wakeErr := s.ensureAwake(hold, v)
+	cancel()
+	if errors.Is(wakeErr, context.DeadlineExceeded) {
+		wakeErr = nil // still starting: the client's retry is held again
+	}
 	status := metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
 		Code: http.StatusServiceUnavailable, Reason: metav1.StatusReasonServiceUnavailable,
-		Message: "the team's vCluster was asleep and is awake now; retry",
+		Message: "the team's vCluster was asleep and is waking up; retry",
 	}
 	if wakeErr != nil {
 		status.Message = fmt.Sprintf("the team's vCluster was asleep and did not wake: %v", wakeErr)

@@ -183,8 +183,9 @@ func (s *Sleeper) ensureAwake(ctx context.Context, v vcluster) (string, error) {
 	if w == nil {
 		w = &wakeCall{done: make(chan struct{})}
 		s.wakes[v.team] = w
+		// The wake outlives the connection that started it.
 		go func() {
-			w.target, w.err = s.wake(ctx, v)
+			w.target, w.err = s.wake(s.ctx, v)
 			s.mu.Lock()
 			delete(s.wakes, v.team)
 			s.mu.Unlock()
@@ -266,4 +267,11 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// waking: a wake of the team is under way (the policy leaves the team alone).
+func (s *Sleeper) waking(team string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wakes[team] != nil
 }
