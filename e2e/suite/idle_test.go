@@ -3,6 +3,7 @@ package suite
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -48,6 +49,19 @@ func TestVClusterSleepsAndWakesOnTheRealNode(t *testing.T) {
 			}
 			return len(pods) == 0, fmt.Sprintf("%d pods", len(pods))
 		})
+		// kube-proxy on this loaded machine can lag the routing change by more than
+		// the manager's settle time; the request must meet the waker, not a stale
+		// endpoint of the deleted pod.
+		slice, err := host.DiscoveryV1().EndpointSlices(ns).Get(ctx, contract.WakerSliceName, metav1.GetOptions{})
+		require.NoError(t, err)
+		waker := fmt.Sprintf("%s:%d", slice.Endpoints[0].Addresses[0], *slice.Ports[0].Port)
+		eventually(ctx, t, "kube-proxy routing "+ns+"/"+team+" to the waker "+waker, func(ctx context.Context) (bool, string) {
+			got, err := serviceDestinations(ctx, ns+"/"+team+":https")
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(got) == 1 && got[0] == waker, fmt.Sprint(got)
+		})
 
 		began := time.Now()
 		out := kubectl(ctx, t, kc, "get", "ns", "-o", "name")
@@ -86,4 +100,22 @@ func TestVClusterSleepsAndWakesOnTheRealNode(t *testing.T) {
 		round = append(round, l.Round(100*time.Millisecond).String())
 	}
 	t.Logf("wake latency (kubectl get ns on a sleeping vCluster), sorted: %s; p50 %v", strings.Join(round, ", "), latencies[len(latencies)/2].Round(100*time.Millisecond))
+}
+
+// serviceDestinations are the DNAT destinations kube-proxy (iptables mode) has
+// programmed for a Service port ("namespace/name:port").
+func serviceDestinations(ctx context.Context, port string) ([]string, error) {
+	out, err := exec.CommandContext(ctx, "iptables-save", "-t", "nat").Output()
+	if err != nil {
+		return nil, fmt.Errorf("iptables-save: %w", err)
+	}
+	var dest []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.Contains(line, `"`+port+`"`) || !strings.Contains(line, "--to-destination") {
+			continue
+		}
+		f := strings.Fields(line)
+		dest = append(dest, f[len(f)-1])
+	}
+	return dest, nil
 }
