@@ -56,6 +56,8 @@ func TestVClusterSleepsAndWakesOnTheRealNode(t *testing.T) {
 		require.NoError(t, err)
 		waker := fmt.Sprintf("%s:%d", slice.Endpoints[0].Addresses[0], *slice.Ports[0].Port)
 		eventually(ctx, t, "kube-proxy routing "+ns+"/"+team+" to the waker "+waker, func(ctx context.Context) (bool, string) {
+			ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
 			got, err := serviceDestinations(ctx, ns+"/"+team+":https")
 			if err != nil {
 				return false, err.Error()

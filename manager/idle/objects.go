@@ -148,15 +148,45 @@ func (s *Sleeper) route(ctx context.Context, v vcluster, port int32) error {
 	if err := s.ensureWakerSlice(ctx, v, svc, port); err != nil {
 		return err
 	}
-	if _, done := svc.Annotations[contract.AnnotationIdleSelector]; done {
-		return nil
+	if _, done := svc.Annotations[contract.AnnotationIdleSelector]; !done {
+		saved, _ := json.Marshal(svc.Spec.Selector)
+		patch, _ := json.Marshal(map[string]any{
+			"metadata": map[string]any{"annotations": map[string]string{contract.AnnotationIdleSelector: string(saved)}},
+			"spec":     map[string]any{"selector": nil},
+		})
+		if err := s.client.Patch(ctx, svc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return err
+		}
 	}
-	saved, _ := json.Marshal(svc.Spec.Selector)
-	patch, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{contract.AnnotationIdleSelector: string(saved)}},
-		"spec":     map[string]any{"selector": nil},
-	})
-	return s.client.Patch(ctx, svc, client.RawPatch(types.MergePatchType, patch))
+	return s.deleteControllerSlices(ctx, v)
+}
+
+// deleteControllerSlices removes the EndpointSlices the EndpointSlice controller
+// made for the Service: for a Service without a selector it stops updating them
+// but does not delete them (found on the real node), so the control plane's endpoint would stay beside the
+// waker's (and, once the pod is gone, point nowhere: "no route to host").
+//
+// The same holds for the Endpoints controller and its Endpoints object, which the
+// EndpointSlice mirroring controller would then mirror into a slice of its own:
+// that object goes first.
+func (s *Sleeper) deleteControllerSlices(ctx context.Context, v vcluster) error {
+	//nolint:staticcheck // the legacy Endpoints object is what gets mirrored
+	legacy := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: v.release, Namespace: v.namespace}}
+	if err := s.client.Delete(ctx, legacy); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	slices := &discoveryv1.EndpointSliceList{}
+	if err := s.reader.List(ctx, slices, client.InNamespace(v.namespace), client.MatchingLabels{discoveryv1.LabelServiceName: v.release}); err != nil {
+		return err
+	}
+	for i := range slices.Items {
+		if sl := &slices.Items[i]; sl.Labels[discoveryv1.LabelManagedBy] != contract.WakerManagedBy {
+			if err := s.client.Delete(ctx, sl); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ensureWakerSlice creates or updates the EndpointSlice naming the waker (this

@@ -201,6 +201,9 @@ func TestSleepAndWake(t *testing.T) {
 	require.Equal(t, map[string]string{"app": "vcluster", "release": team}, saved)
 	slice, ok := wakerSlice(ctx, t, team)
 	require.True(t, ok, "no waker EndpointSlice")
+	slices := &discoveryv1.EndpointSliceList{}
+	require.NoError(t, c.List(ctx, slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: team}))
+	require.Len(t, slices.Items, 1, "the EndpointSlice controller's slice (the control plane's endpoint) stayed beside the waker's")
 	require.Equal(t, []string{"192.0.2.10"}, slice.Endpoints[0].Addresses)
 	require.Equal(t, team, slice.Labels[discoveryv1.LabelServiceName])
 	port := *slice.Ports[0].Port
