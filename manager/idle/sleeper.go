@@ -207,6 +207,9 @@ func (s *Sleeper) tickTeam(ctx context.Context, t *gpuvcv1.Team) error {
 	if t.Spec.Idle != nil && t.Spec.Idle.VCluster != nil {
 		sleepAfter = t.Spec.Idle.VCluster.SleepAfter.Duration
 	}
+	if sleepAfter == 0 && t.Status.Idle == nil && apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionAsleep) == nil {
+		return nil // never asked for: nothing of ours to undo, no reads
+	}
 	if sleepAfter != 0 && s.opts.WakerIP == "" {
 		return s.setCondition(ctx, t, false, gpuvcv1.ReasonAwake,
 			"vCluster sleep is off: the manager has no waker address (gpuvc manager --waker-address, POD_IP in the chart)", nil)
