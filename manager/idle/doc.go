@@ -9,9 +9,13 @@
 // control plane and counts it. A connection from anything but the team's own
 // system pods (vCluster's CoreDNS) is activity and routes the Service back. When
 // the window passes quietly, the control plane is scaled to zero ("asleep") and
-// the Service stays on the waker; the next connection scales it back, waits for a
-// ready control plane, proxies the raw TCP stream (TLS passes through untouched)
-// and routes the Service back to the control plane.
+// the Service stays on the waker. The next connection scales it back: the waker
+// completes its TLS handshake with a short-lived certificate from the vCluster CA
+// the team's kubeconfig trusts (client-go gives a handshake 10 s, a cold start
+// takes longer), holds the request until a control-plane pod is ready, answers 503
+// Retry-After (which client-go retries, whatever the verb) and routes the Service
+// back; connections that meet the waker once the control plane runs are proxied
+// as raw TCP (TLS passes through untouched). docs/idle.md has the whole story.
 //
 // Routing keeps Helm's Service: the manager removes its selector (saved in an
 // annotation) and adds an EndpointSlice of its own pointing at the waker's port
