@@ -30,6 +30,8 @@ import (
 	"github.com/gpuvc/gpuvc/manager/accounting"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/manager/api/scheme"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/idle"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/manager/teampolicy"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -65,6 +67,8 @@ type Options struct {
 	Team         team.Options
 	// Accounting paces the GPU-time accounting (manager/accounting).
 	Accounting accounting.Options
+	// Idle paces the idle policy (manager/idle) and says where its waker answers.
+	Idle idle.Options
 	// SkipNameValidation lets a process run a second manager after the first
 	// (tests that restart the manager).
 	SkipNameValidation bool
@@ -138,6 +142,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := addAccounting(mgr, opts.Accounting); err != nil {
 		return nil, err
 	}
+	// The idle policy runs on the leader: the teams' Services point at its waker.
+	if err := addIdle(ctx, mgr, opts.Idle); err != nil {
+		return nil, err
+	}
 	if opts.WebhookPort != 0 {
 		if err := addWebhook(mgr, self, opts); err != nil {
 			return nil, err
@@ -186,6 +194,20 @@ func addAccounting(mgr ctrl.Manager, opts accounting.Options) error {
 		return err
 	}
 	return mgr.Add(accounting.New(mgr.GetClient(), mgr.GetAPIReader(), opts))
+}
+
+// addIdle runs the idle policy; a Team's sleep or wake request is acted on at
+// once rather than at the next interval.
+func addIdle(ctx context.Context, mgr ctrl.Manager, opts idle.Options) error {
+	s := idle.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("gpuvc-idle"), opts)
+	inf, err := mgr.GetCache().GetInformer(ctx, &gpuvcv1.Team{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(s.PokeOnRequest()); err != nil {
+		return err
+	}
+	return mgr.Add(s)
 }
 
 // addWebhook registers the syncer's pod webhook. The manager's own identity is

@@ -11,3 +11,7 @@ const (
 	// LabelVClusterManagedBy is set by vCluster on every pod it syncs to the host.
 	LabelVClusterManagedBy = "vcluster.loft.sh/managed-by"
 )
+
+// KeyVClusterNamespace names, as a label or an annotation on a synced host pod,
+// the virtual namespace the pod lives in (kube-system: vCluster's own CoreDNS).
+const KeyVClusterNamespace = "vcluster.loft.sh/namespace"

@@ -87,6 +87,8 @@ var validTeams = map[string]string{
 	"member name of multi-byte characters":  "metadata: {name: accents}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: " + strings.Repeat("é", 200) + "}]}",
 	"fraction limits":                       "metadata: {name: limited}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {fractions: true, fractionLimits: {enabled: true, reserveMiB: 512}}}",
 	"fraction limits off without fractions": "metadata: {name: limits-off}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {fractionLimits: {enabled: false}}}",
+	"idle policy at its limits":             "metadata: {name: sleepy}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 5m}, gpuPods: {after: 720h, action: Evict, maxUtilizationPercent: 100}}}",
+	"idle policy, compound duration":        "metadata: {name: sleepy2}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 1h30m0s}}}",
 }
 
 func TestValidTeamIsAcceptedWithDefaults(t *testing.T) {
@@ -117,6 +119,12 @@ var invalidTeams = map[string]struct {
 	manifest string
 	want     []string
 }{
+	"sleep too soon":         {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 1m}}}", want: []string{"spec.idle.vcluster.sleepAfter", "out of range"}},
+	"sleep too late":         {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 721h}}}", want: []string{"spec.idle.vcluster.sleepAfter", "out of range"}},
+	"sleep not a duration":   {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: soon}}}", want: []string{"spec.idle.vcluster.sleepAfter"}},
+	"idle GPU pods too soon": {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {gpuPods: {after: 30s}}}", want: []string{"spec.idle.gpuPods.after", "out of range"}},
+	"idle GPU pods action":   {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {gpuPods: {after: 1h, action: Kill}}}", want: []string{"spec.idle.gpuPods.action"}},
+	"idle GPU pods percent":  {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {gpuPods: {after: 1h, maxUtilizationPercent: 101}}}", want: []string{"spec.idle.gpuPods.maxUtilizationPercent"}},
 	"name with a dot": {
 		manifest: "metadata: {name: a.b}\nspec: {pool: a100, quota: {}}",
 		want:     []string{"metadata.name", "a.b is not a DNS-1035 label"},

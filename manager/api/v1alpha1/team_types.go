@@ -85,6 +85,11 @@ type TeamSpec struct {
 	// VCluster tunes the team's virtual cluster.
 	// +optional
 	VCluster *VClusterSpec `json:"vcluster,omitempty"`
+
+	// Idle says what happens to an unused vCluster and to idle GPU pods
+	// (team_idle_types.go).
+	// +optional
+	Idle *Idle `json:"idle,omitempty"`
 }
 
 // Member is a user or group given access to the team's virtual cluster.
@@ -222,6 +227,10 @@ type TeamStatus struct {
 	// (package manager/accounting); written every few minutes when it changed.
 	// +optional
 	GPUSeconds *GPUSeconds `json:"gpuSeconds,omitempty"`
+
+	// Idle is what the idle policy observed (team_idle_types.go).
+	// +optional
+	Idle *IdleStatus `json:"idle,omitempty"`
 }
 
 // GPUSeconds is GPU time in GPU-seconds (one whole GPU held for one second),

@@ -77,6 +77,7 @@ func (t *Team) Validate() field.ErrorList {
 			}
 		}
 	}
+	errs = append(errs, validateIdle(spec.Child("idle"), s.Idle)...)
 	if v := s.VCluster; v != nil && v.ChartVersion != "" && !semver.MatchString(v.ChartVersion) {
 		errs = append(errs, field.Invalid(spec.Child("vcluster", "chartVersion"), v.ChartVersion, "must be a chart version such as 0.30.0 or v0.30.0; leave it empty for the manager's default"))
 	}

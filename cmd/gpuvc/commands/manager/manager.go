@@ -19,6 +19,7 @@ import (
 	gpuvcmanager "github.com/gpuvc/gpuvc/manager"
 	"github.com/gpuvc/gpuvc/manager/accounting"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/idle"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
@@ -43,6 +44,8 @@ type flags struct {
 	installCRDs             bool
 	devLogs                 bool
 	accounting              accounting.Options
+	idle                    idle.Options
+	wakerPorts              string
 }
 
 // NewCommand returns the manager command.
@@ -83,6 +86,10 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.DurationVar(&f.accounting.Interval, "accounting-interval", time.Minute, "how often GPU time is sampled and checkpointed; a pod's start and stop are each counted to within it")
 	fs.DurationVar(&f.accounting.StatusInterval, "accounting-status-interval", 5*time.Minute, "how often a Team's status.gpuSeconds is written")
 	fs.DurationVar(&f.accounting.Retention, "accounting-retention", 7*24*time.Hour, "how long hourly GPU-time buckets (gpuvc team usage --since) are kept")
+	fs.StringVar(&f.idle.WakerIP, "waker-address", os.Getenv("POD_IP"), "IP address of this manager at which teams' sleeping vClusters are woken (the chart passes the pod IP); empty turns vCluster sleep (spec.idle.vcluster) off")
+	fs.StringVar(&f.wakerPorts, "waker-ports", "40000-40999", "ports the waker listens on, one per team whose vCluster is asleep or about to be")
+	fs.DurationVar(&f.idle.Interval, "idle-interval", 30*time.Second, "how often the idle policy looks at every team")
+	fs.DurationVar(&f.idle.Probe, "idle-probe", 5*time.Minute, "how long before spec.idle.vcluster.sleepAfter the waker counts API connections (at most half of sleepAfter)")
 	return cmd
 }
 
@@ -99,6 +106,9 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 	}
 	serverURL, usesService, err := serverURLFunc(f.serverURL)
 	if err != nil {
+		return err
+	}
+	if f.idle.Ports, err = parsePortRange(f.wakerPorts); err != nil {
 		return err
 	}
 	platformValues, err := readValues(f.vclusterValues)
@@ -131,6 +141,7 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 		SystemPool:   f.systemPool,
 		ReserveImage: f.reserveImage,
 		Accounting:   f.accounting,
+		Idle:         f.idle,
 		Team: team.Options{
 			Chart:                chart,
 			ServerURL:            serverURL,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,6 +29,7 @@ type createFlags struct {
 	noDefaultDeny        bool
 	egress               []string
 	vclusterVersion      string
+	sleepAfter           time.Duration
 	dryRun               dryRunFlag
 	out                  *cli.Output
 	waitFlags
@@ -98,6 +100,7 @@ func newCreateCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command 
 	fs.BoolVar(&f.noDefaultDeny, "no-default-deny", false, "do not isolate the team's pods with a default-deny NetworkPolicy")
 	fs.StringArrayVar(&f.egress, "allow-egress", nil, "CIDR the team's pods may reach (repeatable)")
 	fs.StringVar(&f.vclusterVersion, "vcluster-version", "", "vCluster chart version (default: the manager's)")
+	fs.DurationVar(&f.sleepAfter, "sleep-after", 0, "put the team's vCluster to sleep after this long without team pods or API connections, e.g. 30m (5m to 720h; spec.idle.vcluster.sleepAfter); its next request wakes it")
 	f.dryRun.add(cmd, "check the Team without creating it and print it (see -o)")
 	f.out.AddFlag(fs)
 	f.waitFlags.add(cmd, "the team is Ready")
@@ -170,6 +173,9 @@ func (f *createFlags) team(name string, cmd *cobra.Command) (*gpuvcv1.Team, erro
 	}
 	if f.vclusterVersion != "" {
 		t.Spec.VCluster = &gpuvcv1.VClusterSpec{ChartVersion: f.vclusterVersion}
+	}
+	if set("sleep-after") {
+		t.Spec.Idle = &gpuvcv1.Idle{VCluster: &gpuvcv1.VClusterIdle{SleepAfter: metav1.Duration{Duration: f.sleepAfter}}}
 	}
 	return t, nil
 }

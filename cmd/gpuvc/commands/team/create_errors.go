@@ -27,6 +27,7 @@ var specFlags = []struct{ field, flag string }{
 	{"spec.members", "--member"},
 	{"spec.network.allowedEgressCIDRs", "--allow-egress"},
 	{"spec.vcluster.chartVersion", "--vcluster-version"},
+	{"spec.idle.vcluster.sleepAfter", "--sleep-after"},
 }
 
 // invalidFlags reports validation errors in the terms of the command line: each

@@ -49,6 +49,7 @@ func describe(w io.Writer, t *gpuvcv1.Team, now time.Time) {
 	if g := gpuTimeLine(t.Status.GPUSeconds); g != "" {
 		line("GPU time", "%s", g)
 	}
+	line("Idle", "%s", idleLine(t, now))
 	line("PodSecurity", "%s", podSecurityLine(t.Spec.PodSecurity))
 	line("Network", "%s", networkLine(t.Spec.Network))
 	line("Kubeconfig", "%s", kubeconfigLine(t))

@@ -28,6 +28,8 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 		withTeamNames(newDeleteCommand(streams, globals), globals, 0),
 		withTeamNames(newKubeconfigCommand(streams, globals), globals, 1),
 		newUsageCommand(streams, globals),
+		withTeamNames(newSleepCommand(streams, globals), globals, 1),
+		withTeamNames(newWakeCommand(streams, globals), globals, 1),
 	)
 	return cmd
 }

@@ -1,0 +1,156 @@
+package idle
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+)
+
+// Utilization says how busy the GPUs a pod holds are. The node agent's per-pod
+// GPU utilization implements it once it lands; the manager runs the GPU-pod
+// policy only when it is given one.
+type Utilization interface {
+	// PodGPUUtilization is the pod's GPU utilization in percent (the busiest of
+	// its GPUs) at the last sample; known is false when nothing is known of the pod.
+	PodGPUUtilization(ctx context.Context, namespace, pod string) (percent float64, known bool, err error)
+}
+
+// GPUPodReaper applies spec.idle.gpuPods: a pod whose GPUs stay at or below
+// maxUtilizationPercent for `after` gets a GPUIdle event (on the host pod; vCluster
+// copies it to the team's pod), and with action Evict is then evicted, which
+// returns its GPUs to the team's quota. Each pod is acted on once per idle spell.
+type GPUPodReaper struct {
+	client   client.Client
+	reader   client.Reader
+	recorder events.EventRecorder
+	util     Utilization
+	clock    clock.PassiveClock
+
+	mu        sync.Mutex
+	idleSince map[types.UID]time.Time
+	acted     map[types.UID]bool
+}
+
+// NewGPUPodReaper returns a reaper reading utilization from util.
+func NewGPUPodReaper(c client.Client, reader client.Reader, recorder events.EventRecorder, util Utilization, clk clock.PassiveClock) *GPUPodReaper {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &GPUPodReaper{client: c, reader: reader, recorder: recorder, util: util, clock: clk,
+		idleSince: map[types.UID]time.Time{}, acted: map[types.UID]bool{}}
+}
+
+// Tick looks at the GPU pods of every team with a GPU-pod idle policy once.
+func (r *GPUPodReaper) Tick(ctx context.Context) {
+	teams := &gpuvcv1.TeamList{}
+	if err := r.client.List(ctx, teams); err != nil {
+		log.FromContext(ctx).Error(err, "idle GPU pods: listing teams")
+		return
+	}
+	seen := map[types.UID]bool{}
+	for i := range teams.Items {
+		t := &teams.Items[i]
+		if t.Spec.Idle == nil || t.Spec.Idle.GPUPods == nil || !t.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.tickTeam(ctx, t, seen); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "idle GPU pods", "team", t.Name)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid := range r.idleSince {
+		if !seen[uid] {
+			delete(r.idleSince, uid)
+			delete(r.acted, uid)
+		}
+	}
+}
+
+func (r *GPUPodReaper) tickTeam(ctx context.Context, t *gpuvcv1.Team, seen map[types.UID]bool) error {
+	policy := t.Spec.Idle.GPUPods
+	pods := &corev1.PodList{}
+	if err := r.reader.List(ctx, pods, client.InNamespace(gpuvcv1.HostNamespace(t.Name))); err != nil {
+		return err
+	}
+	now := r.clock.Now()
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || !holdsGPU(p) {
+			continue
+		}
+		percent, known, err := r.util.PodGPUUtilization(ctx, p.Namespace, p.Name)
+		if err != nil || !known {
+			continue // unknown is not idle
+		}
+		seen[p.UID] = true
+		r.mu.Lock()
+		if percent > float64(policy.MaxUtilizationPercent) {
+			delete(r.idleSince, p.UID)
+			delete(r.acted, p.UID)
+			r.mu.Unlock()
+			continue
+		}
+		since, ok := r.idleSince[p.UID]
+		if !ok {
+			since = now
+			r.idleSince[p.UID] = now
+		}
+		due := now.Sub(since) >= policy.After.Duration && !r.acted[p.UID]
+		if due {
+			r.acted[p.UID] = true
+		}
+		r.mu.Unlock()
+		if due {
+			if err := r.act(ctx, p, policy, now.Sub(since), percent); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *GPUPodReaper) act(ctx context.Context, p *corev1.Pod, policy *gpuvcv1.GPUPodIdle, idleFor time.Duration, percent float64) error {
+	msg := fmt.Sprintf("the pod's GPUs have been at or below %d%% utilization (now %.0f%%) for %v (team policy spec.idle.gpuPods.after %v)",
+		policy.MaxUtilizationPercent, percent, idleFor.Round(time.Second), policy.After.Duration)
+	if policy.Action != gpuvcv1.IdleActionEvict {
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, "GPUIdle", "Notify", "%s; it keeps running (action Notify)", msg)
+		return nil
+	}
+	r.recorder.Eventf(p, nil, corev1.EventTypeWarning, "GPUIdle", "Evict", "%s; evicting it to return its GPUs to the team's quota (action Evict)", msg)
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+	return client.IgnoreNotFound(r.client.SubResource("eviction").Create(ctx, p, ev))
+}
+
+// holdsGPU: a workload pod with a GPU or MIG request, or a fractional share;
+// reservation pods hold GPUs for shares and are never reaped themselves.
+func holdsGPU(p *corev1.Pod) bool {
+	if p.Labels[contract.LabelRole] == contract.RoleReservation {
+		return false
+	}
+	if p.Annotations[contract.AnnotationShareUnits] != "" {
+		return true
+	}
+	for _, c := range p.Spec.Containers {
+		for name, q := range c.Resources.Limits {
+			if (name == contract.ResourceGPU || strings.HasPrefix(string(name), contract.ResourceMIGPrefix)) && !q.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,40 @@
+package idle_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/charts"
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/manager/api/scheme"
+)
+
+var c client.Client
+
+// TestMain starts a real control plane with kwok nodes (which run the stand-in
+// control-plane pods and report them ready) and its EndpointSlice controller.
+func TestMain(m *testing.M) {
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, func(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
+		if err := charts.InstallCRDs(ctx, cp.Config); err != nil {
+			return nil, err
+		}
+		var err error
+		c, err = client.New(cp.Config, client.Options{Scheme: scheme.New()})
+		return nil, err
+	}))
+}
+
+func integration(t *testing.T) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs the local control plane (run without -short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
