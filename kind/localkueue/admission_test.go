@@ -15,13 +15,10 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
-	"github.com/gpuvc/gpuvc/kind/localkueue"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
-// admissionGate is the scheduling gate Kueue's plain-Pod integration holds a
-// queued pod behind until its Workload is admitted.
-const admissionGate = "kueue.x-k8s.io/admission"
+const admissionGate = contract.KueueAdmissionGate
 
 var (
 	flavorsGVR = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "resourceflavors"}
@@ -94,7 +91,7 @@ func TestQueuedPodIsAdmittedWithinQuotaAndWaitsBeyondIt(t *testing.T) {
 	}
 
 	queued := func(name, gpus string) *corev1.Pod {
-		p := testobj.Pod(name, ns).GPUs(gpus).TolerateTaint(contract.LabelPool, "a100").Label(localkueue.QueueNameLabel, "smoke").Obj()
+		p := testobj.Pod(name, ns).GPUs(gpus).TolerateTaint(contract.LabelPool, "a100").Label(contract.LabelKueueQueueName, "smoke").Obj()
 		// The LocalQueue may not be known to Kueue's cache yet: its webhook then
 		// still gates the pod, which is all this step needs.
 		created, err := cp.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})

@@ -14,11 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
-)
 
-// QueueNameLabel is the label by which a pod asks Kueue for a queue (Kueue's
-// plain-Pod integration).
-const QueueNameLabel = "kueue.x-k8s.io/queue-name"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+)
 
 // Names of the webhook configurations the local runner registers.
 const (
@@ -30,7 +28,7 @@ const (
 // configDir/webhook/manifests.yaml and keeps the webhooks of what the local Kueue
 // runs (its own kinds and plain Pods; the other integrations are off), called at
 // webhookURL+path and trusting caBundle. Pods reach Kueue only when they carry
-// QueueNameLabel and live outside kube-system and Kueue's namespace, so pods
+// contract.LabelKueueQueueName and live outside kube-system and Kueue's namespace, so pods
 // that never asked for a queue do not depend on Kueue being up.
 func webhookConfigurations(configDir, webhookURL string, caBundle []byte, namespace string) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	path := filepath.Join(configDir, "webhook", "manifests.yaml")
@@ -75,7 +73,7 @@ func webhookConfigurations(configDir, webhookURL string, caBundle []byte, namesp
 				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", namespace},
 			}}}
 			*objSel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: QueueNameLabel, Operator: metav1.LabelSelectorOpExists,
+				Key: contract.LabelKueueQueueName, Operator: metav1.LabelSelectorOpExists,
 			}}}
 		}
 		return true

@@ -85,3 +85,23 @@ func deref(p *int32) int32 {
 	}
 	return *p
 }
+
+// CeilingQuota is what the namespace's ResourceQuota holds the team's pods to:
+// spec.quota, except that with spec.queueing the GPUs and each MIG profile are
+// the guarantee plus the borrowing limit (absent counts 0), so the ceiling holds
+// whatever Kueue does, or when it is down.
+func (s *TeamSpec) CeilingQuota() Quota {
+	q := s.Quota
+	if s.Queueing == nil {
+		return q
+	}
+	gpus := s.GuaranteedGPUs() + s.BorrowableGPUs()
+	q.GPUs = &gpus
+	if len(s.Quota.MIG) > 0 {
+		q.MIG = make(map[string]int32, len(s.Quota.MIG))
+		for p, n := range s.Quota.MIG {
+			q.MIG[p] = n + s.BorrowableMIG(p)
+		}
+	}
+	return q
+}

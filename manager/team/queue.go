@@ -1,0 +1,80 @@
+package team
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/teamqueue"
+)
+
+// ensureQueue gives a queueing team (spec.queueing) its Kueue objects, repairing
+// drift, and removes the team's ClusterQueue and LocalQueue when it stops
+// queueing. ResourceFlavors are shared by a pool's teams and stay.
+func (r *Reconciler) ensureQueue(ctx context.Context, t *gpuvcv1.Team) error {
+	objs, err := teamqueue.Desired(t)
+	if err != nil {
+		return err
+	}
+	if objs == nil {
+		return r.removeQueue(ctx, t)
+	}
+	owner := metav1.OwnerReference{
+		APIVersion: gpuvcv1.GroupVersion.String(), Kind: "Team", Name: t.Name, UID: t.UID,
+		Controller: new(true),
+	}
+	for _, f := range objs.Flavors {
+		f.SetLabels(map[string]string{LabelManagedBy: managedBy, contract.LabelPool: t.Spec.Pool})
+		if err := r.applyKueue(ctx, f); err != nil {
+			return err
+		}
+	}
+	for _, o := range []*unstructured.Unstructured{objs.ClusterQueue, objs.LocalQueue} {
+		o.SetLabels(teamLabels(t))
+		o.SetOwnerReferences([]metav1.OwnerReference{owner})
+		if err := r.applyKueue(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyKueue applies a Kueue object, explaining a cluster without Kueue.
+func (r *Reconciler) applyKueue(ctx context.Context, u *unstructured.Unstructured) error {
+	err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+	if apimeta.IsNoMatchError(err) {
+		return fmt.Errorf("spec.queueing needs Kueue, and this cluster serves no %s %s: install Kueue %s or later (gpuvc is tested with %s), or remove spec.queueing",
+			u.GroupVersionKind().GroupVersion(), u.GetKind(), teamqueue.MinKueueVersion, teamqueue.TestedKueueVersion)
+	}
+	if err != nil {
+		return fmt.Errorf("applying Kueue %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
+}
+
+// removeQueue deletes the team's ClusterQueue and LocalQueue if they exist (and
+// if Kueue is installed at all).
+func (r *Reconciler) removeQueue(ctx context.Context, t *gpuvcv1.Team) error {
+	for _, o := range []struct {
+		kind     string
+		name, ns string
+	}{{"ClusterQueue", teamqueue.ClusterQueueName(t.Name), ""}, {"LocalQueue", contract.KueueLocalQueueName, gpuvcv1.HostNamespace(t.Name)}} {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(teamqueue.GroupVersion.WithKind(o.kind))
+		u.SetName(o.name)
+		u.SetNamespace(o.ns)
+		err := r.client.Delete(ctx, u)
+		if err != nil && !apierrors.IsNotFound(err) && !apimeta.IsNoMatchError(err) && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("removing Kueue %s %s: %w", o.kind, o.name, err)
+		}
+	}
+	return nil
+}
