@@ -40,7 +40,8 @@ func TestMain(m *testing.M) {
 			_ = k.Stop()
 			return nil, err
 		}
-		stop := func() { _ = mgr.Stop(); _ = k.Stop() }
+		// kueue, not k: a test may have restarted Kueue.
+		stop := func() { _ = mgr.Stop(); _ = kueue.Stop() }
 		if c, err = client.New(cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
 			stop()
 			return nil, err
