@@ -114,6 +114,8 @@ func TestTwoTeamsBorrowAndReclaim(t *testing.T) {
 	createTeam(ctx, t, testobj.Team("borrower", "a100").GPUs(4).Borrow(2).Obj())
 	waitActive(ctx, t, "lender")
 	waitActive(ctx, t, "borrower")
+	dumpWorkloadsOnFailure(t, gpuvcv1.HostNamespace("lender"))
+	dumpWorkloadsOnFailure(t, gpuvcv1.HostNamespace("borrower"))
 
 	// Borrowing up to the limit: 4 guaranteed + 2 borrowed run.
 	gpuPods(ctx, t, "borrower", "b", 6)
