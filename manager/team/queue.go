@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
@@ -77,4 +78,20 @@ func (r *Reconciler) removeQueue(ctx context.Context, t *gpuvcv1.Team) error {
 		}
 	}
 	return nil
+}
+
+// recordQueue copies the team's standing in Kueue into the status (nil without
+// spec.queueing); an unreadable ClusterQueue leaves the last one.
+func (r *Reconciler) recordQueue(ctx context.Context, t *gpuvcv1.Team) {
+	if t.Spec.Queueing == nil {
+		t.Status.Queue = nil
+		return
+	}
+	cq := &unstructured.Unstructured{}
+	cq.SetGroupVersionKind(teamqueue.ClusterQueueKind)
+	if err := r.client.Get(ctx, client.ObjectKey{Name: teamqueue.ClusterQueueName(t.Name)}, cq); err != nil {
+		log.FromContext(ctx).V(1).Info("reading the team's ClusterQueue", "err", err)
+		return
+	}
+	t.Status.Queue = teamqueue.Status(t, cq)
 }

@@ -210,6 +210,7 @@ func (r *Reconciler) recordUsage(ctx context.Context, t *gpuvcv1.Team) {
 		return
 	}
 	t.Status.GPUUsage = gpuUsage(q)
+	r.recordQueue(ctx, t)
 }
 
 func (r *Reconciler) condition(t *gpuvcv1.Team, typ string, ok bool, reason, msg string) {

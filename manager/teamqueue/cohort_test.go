@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
@@ -120,6 +121,18 @@ func TestTwoTeamsBorrowAndReclaim(t *testing.T) {
 	// Borrowing up to the limit: 4 guaranteed + 2 borrowed run.
 	gpuPods(ctx, t, "borrower", "b", 6)
 	waitPods(ctx, t, "borrower", 6, 0)
+	poll.UntilSeen(ctx, t, time.Minute, "the borrower's Team status: 6 GPUs in use, 2 borrowed", func(ctx context.Context) (bool, string, error) {
+		tm := &gpuvcv1.Team{}
+		if err := c.Get(ctx, types.NamespacedName{Name: "borrower"}, tm); err != nil {
+			return false, "", err
+		}
+		q := tm.Status.Queue
+		if q == nil {
+			return false, "no status.queue", nil
+		}
+		return q.UsedGPUs == 6 && q.BorrowedGPUs == 2 && q.GuaranteedGPUs == 4 && q.BorrowingLimitGPUs == 2 && q.AdmittedPods == 6,
+			fmt.Sprintf("%+v", *q), nil
+	})
 
 	// The ceiling: a 7th GPU pod is refused by the ResourceQuota itself.
 	p := testobj.Pod("b-over", gpuvcv1.HostNamespace("borrower")).GPUs("1").Obj()

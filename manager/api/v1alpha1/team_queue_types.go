@@ -105,3 +105,20 @@ func (s *TeamSpec) CeilingQuota() Quota {
 	}
 	return q
 }
+
+// QueueStatus is the team's standing in Kueue (spec.queueing), from its
+// ClusterQueue's status.
+type QueueStatus struct {
+	// ClusterQueue is the team's Kueue ClusterQueue.
+	ClusterQueue string `json:"clusterQueue"`
+	// GuaranteedGPUs and BorrowingLimitGPUs restate the spec for readers of the status.
+	GuaranteedGPUs     int64 `json:"guaranteedGPUs"`
+	BorrowingLimitGPUs int64 `json:"borrowingLimitGPUs"`
+	// UsedGPUs are the whole GPUs Kueue reserved for the team's admitted pods;
+	// BorrowedGPUs the part of them beyond the guarantee.
+	UsedGPUs     int64 `json:"usedGPUs"`
+	BorrowedGPUs int64 `json:"borrowedGPUs"`
+	// AdmittedPods run on quota; QueuedPods wait for it.
+	AdmittedPods int32 `json:"admittedPods"`
+	QueuedPods   int32 `json:"queuedPods"`
+}

@@ -219,6 +219,10 @@ type TeamStatus struct {
 	// +optional
 	GPUUsage *GPUUsage `json:"gpuUsage,omitempty"`
 
+	// Queue is the team's standing in Kueue, with spec.queueing (team_queue_types.go).
+	// +optional
+	Queue *QueueStatus `json:"queue,omitempty"`
+
 	// GPUSeconds is the GPU time the team's pods held, integrated by the manager
 	// (package manager/accounting); written every few minutes when it changed.
 	// +optional
