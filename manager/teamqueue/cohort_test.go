@@ -159,7 +159,9 @@ func TestQuotaCeilingHoldsWhileKueueIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		k, err := localcp.StartKueue(context.Background(), host, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		k, err := localcp.StartKueue(ctx, host, nil)
 		if err != nil {
 			t.Errorf("restarting Kueue: %v", err)
 			return
