@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -127,6 +128,46 @@ func applyCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.Cu
 		if err != nil {
 			return fmt.Errorf("waiting for Kueue CRD %s to be established: %w", crd.Name, err)
 		}
+	}
+	return waitDiscovery(ctx, cfg, crds)
+}
+
+// waitDiscovery waits until API discovery lists every CRD's kind in each served
+// version: Kueue sets up its indexes at start from discovery, and a kind that is
+// established but not yet discovered makes it exit ("no matches for kind").
+func waitDiscovery(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	want := map[string][]string{} // group/version -> plurals
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				gv := crd.Spec.Group + "/" + v.Name
+				want[gv] = append(want[gv], crd.Spec.Names.Plural)
+			}
+		}
+	}
+	var missing string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for gv, plurals := range want {
+			list, err := dc.ServerResourcesForGroupVersion(gv)
+			if err != nil {
+				missing = gv + ": " + err.Error()
+				return false, nil
+			}
+			for _, p := range plurals {
+				if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == p }) {
+					missing = gv + "/" + p
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for API discovery to list Kueue's kinds (still missing %s): %w", missing, err)
 	}
 	return nil
 }

@@ -122,10 +122,10 @@ func Start(ctx context.Context, cfg *rest.Config, kubeconfig string, opts Option
 	if err != nil {
 		return nil, err
 	}
-	k = &Kueue{Namespace: opts.Namespace, WebhookURL: webhookURL, LogPath: filepath.Join(opts.Dir, "kueue.log"), proc: proc}
+	// On error the results are nil: stop the process itself, not through k.
 	defer func() {
 		if err != nil {
-			_ = k.Stop()
+			_ = proc.Stop(10 * time.Second)
 		}
 	}()
 	procs := []*supervise.Process{proc}
@@ -140,6 +140,7 @@ func Start(ctx context.Context, cfg *rest.Config, kubeconfig string, opts Option
 	if err := waitWebhooks(ctx, cfg, procs); err != nil {
 		return nil, err
 	}
+	k = &Kueue{Namespace: opts.Namespace, WebhookURL: webhookURL, LogPath: filepath.Join(opts.Dir, "kueue.log"), proc: proc}
 	fmt.Fprintf(log, "kueue %s ready in %v (webhooks at %s, log %s)\n", localcluster.KueueVersion, time.Since(began).Round(time.Millisecond), webhookURL, k.LogPath)
 	return k, nil
 }

@@ -61,9 +61,15 @@ func (r *Reconciler) applyKueue(ctx context.Context, u *unstructured.Unstructure
 	return nil
 }
 
-// removeQueue deletes the team's ClusterQueue and LocalQueue if they exist (and
-// if Kueue is installed at all).
+// removeQueue deletes the team's ClusterQueue and LocalQueue if they exist. It
+// looks only if Kueue was installed when the manager started or the team has
+// queued (its status says so): Kueue installed later, and a team that stopped
+// queueing before its status was written, keep their queues until the Team is
+// deleted (they are owned by it).
 func (r *Reconciler) removeQueue(ctx context.Context, t *gpuvcv1.Team) error {
+	if !r.kueueAtStart && t.Status.Queue == nil {
+		return nil
+	}
 	for _, o := range []struct {
 		kind     string
 		name, ns string

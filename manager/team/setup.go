@@ -32,6 +32,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// they are still applied on every reconcile, only drift waits for the next one).
 	for _, gvk := range []schema.GroupVersionKind{teamqueue.ClusterQueueKind, teamqueue.LocalQueueKind} {
 		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			r.kueueAtStart = true
 			obj := &metav1.PartialObjectMetadata{}
 			obj.SetGroupVersionKind(gvk)
 			b = b.Owns(obj, builder.OnlyMetadata)
