@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
@@ -114,12 +115,15 @@ func TestQueueingTeamGetsKueueObjectsThatKueueAccepts(t *testing.T) {
 	})
 
 	// Stop queueing: the queues go, the quota is spec.quota again.
-	tm := &gpuvcv1.Team{}
-	if err := c.Get(ctx, types.NamespacedName{Name: "vision"}, tm); err != nil {
-		t.Fatal(err)
-	}
-	tm.Spec.Queueing = nil
-	if err := c.Update(ctx, tm); err != nil {
+	// The manager writes the Team's status meanwhile: retry on conflicts.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		tm := &gpuvcv1.Team{}
+		if err := c.Get(ctx, types.NamespacedName{Name: "vision"}, tm); err != nil {
+			return err
+		}
+		tm.Spec.Queueing = nil
+		return c.Update(ctx, tm)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(ctx, t, time.Minute, "ClusterQueue and LocalQueue removed", func(ctx context.Context) (bool, error) {
