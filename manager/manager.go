@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +38,7 @@ import (
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
+	"github.com/gpuvc/gpuvc/syncer/queued"
 	"github.com/gpuvc/gpuvc/syncer/share"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
@@ -155,6 +157,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		if err := addShareController(mgr, opts); err != nil {
 			return nil, err
 		}
+	}
+	// Why a queueing team's pod waits, on the pod (if Kueue is installed).
+	isTeamNamespace := func(ns string) bool { return strings.HasPrefix(ns, gpuvcv1.HostNamespace("")) }
+	if _, err := queued.New(mgr.GetClient(), mgr.GetEventRecorder("gpuvc-queue")).SetupWithManager(mgr, isTeamNamespace); err != nil {
+		return nil, err
 	}
 	if opts.HealthAddr != "0" && opts.HealthAddr != "" {
 		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

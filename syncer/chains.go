@@ -21,6 +21,8 @@ var workloadCreate = Chain{
 		mutateReservedMetadata, mutatePoolFence,
 		mutateSchedulerName, mutatePriorityClass, mutateRuntimeClass, mutateQueue,
 		mutateWholeGPUAsMIG, mutateMIGProfiles, mutateShare,
+		// Last: it reads the GPU resources the mutations above settled.
+		mutateKueueQueue,
 	},
 }
 
@@ -36,7 +38,7 @@ var podUpdate = Chain{
 	Checks: []Check{checkNodeAffinity},
 	Mutations: []Mutation{
 		mutateRestoreReserved, mutateRestoreGate, mutateRestorePoolSelector,
-		mutateUpdateTolerations, mutateRestoreQueue,
+		mutateUpdateTolerations, mutateRestoreQueue, mutateRestoreKueueQueue,
 	},
 }
 

@@ -43,6 +43,9 @@ type TeamPolicy struct {
 	// Queue is the KAI queue label every workload pod gets ("" = none: a
 	// tenant's kai.scheduler/queue label is removed).
 	Queue string
+	// KueueQueue is the Kueue LocalQueue the team's GPU pods wait in ("" = the
+	// team does not queue: a tenant's kueue.x-k8s.io/queue-name label is removed).
+	KueueQueue string
 	// AllowedPriorityClasses may stay on workload pods; others are removed.
 	// Include the cluster's globalDefault class if there is one.
 	AllowedPriorityClasses []string

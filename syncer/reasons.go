@@ -43,6 +43,7 @@ const (
 	ReasonPriorityClassRemoved     = "PriorityClassRemoved"
 	ReasonRuntimeClassRemoved      = "RuntimeClassRemoved"
 	ReasonQueueSet                 = "QueueSet"
+	ReasonKueueQueueSet            = "KueueQueueSet"
 	ReasonWholeGPUMapped           = "WholeGPUMappedToMIG"
 	ReasonMIGProfileMapped         = "MIGProfileMapped"
 	ReasonGPUShareGated            = "GPUShareGated"

@@ -40,8 +40,14 @@ func recordImageFiles(ctx context.Context) error {
 // moduleDir returns where a module version lives in the module cache, downloading it
 // if needed (the kwok build has normally fetched it already).
 func moduleDir(module, version string) (string, error) {
+	return moduleDirIn("kwok", module, version)
+}
+
+// moduleDirIn is moduleDir resolved in the wrapper module tools/<wrapper>, whose
+// go.sum holds the module's checksum.
+func moduleDirIn(wrapper, module, version string) (string, error) {
 	cmd := exec.Command("go", "mod", "download", "-json", module+"@"+version)
-	cmd.Dir = filepath.Join(ToolsDir(), "kwok")
+	cmd.Dir = filepath.Join(ToolsDir(), wrapper)
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-buildvcs=false")
 	out, err := cmd.Output()
 	if err != nil {

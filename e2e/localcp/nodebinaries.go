@@ -142,11 +142,11 @@ func EnsureImageBinaries(ctx context.Context, log io.Writer) (*localcluster.Imag
 	}, nil
 }
 
-// EnsureAll builds (unless cached) every binary the local cluster, a real node and
-// vCluster's images run, numbering its progress lines across all of them, and
+// EnsureAll builds (unless cached) every binary the local cluster, a real node,
+// vCluster's images and Kueue run, numbering its progress lines across all of them, and
 // lists them in the manifest the product reads. `make binaries` runs it.
 func EnsureAll(ctx context.Context, log io.Writer) error {
-	all := append(append(toolBuilds(), nodeBuilds()...), imageBuilds()...)
+	all := append(append(append(toolBuilds(), nodeBuilds()...), imageBuilds()...), kueueBuild())
 	pr := newProgress(log, len(all))
 	if _, err := ensureTools(ctx, all, pr); err != nil {
 		return err
@@ -155,6 +155,9 @@ func EnsureAll(ctx context.Context, log io.Writer) error {
 		return err
 	}
 	if err := recordImageFiles(ctx); err != nil {
+		return err
+	}
+	if err := recordKueueConfig(); err != nil {
 		return err
 	}
 	fmt.Fprintf(pr.log, "binaries: all %d builds ready in %v; listed in %s\n", len(all), pr.elapsed(), localcluster.ManifestPath())

@@ -27,6 +27,7 @@ const (
 	FileKwokStages    = "kwok-stages"    // kwok's Stage documents (kwok v0.8.0 has none built in)
 	FileVClusterChart = "vcluster-chart" // vCluster's Helm chart folder, for images that carry it
 	FilePause         = "pause"          // the static pause program of the sandbox image
+	FileKueueConfig   = "kueue-config"   // Kueue's config/components folder: CRDs, webhook configurations
 )
 
 // Tool is one prebuilt executable.
@@ -180,6 +181,16 @@ func Record(tools map[string]Tool, files map[string]string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// Kueue returns Kueue's controller manager and its config/components folder
+// (CRDs and webhook configurations, from the module cache).
+func (m *Manifest) Kueue() (binary, configDir string, err error) {
+	p, err := m.paths("kueue", "file:"+FileKueueConfig)
+	if err != nil {
+		return "", "", err
+	}
+	return p[0], p[1], nil
 }
 
 // Names lists the manifest's tools, sorted (for messages).

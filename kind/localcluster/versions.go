@@ -11,6 +11,9 @@ const (
 	VClusterVersion   = "v0.36.1"
 	KineVersion       = "v0.17.5"
 	CoreDNSVersion    = "v1.14.2"
+	// KueueVersion: v0.17.0 is the newest the module proxy serves (v0.16.0 and
+	// v0.18.0 are refused); it builds at its own k8s.io v0.35 pins, as a separate binary.
+	KueueVersion = "v0.17.0"
 )
 
 // Binaries are the paths of the executables a control plane is made of.

@@ -47,8 +47,9 @@ func quotaHard(q gpuvcv1.Quota) corev1.ResourceList {
 }
 
 // desiredQuota is the team's ResourceQuota, or nil when the Team limits nothing.
+// With spec.queueing it is the burst ceiling (guarantee plus borrowing limit).
 func desiredQuota(t *gpuvcv1.Team) *corev1ac.ResourceQuotaApplyConfiguration {
-	hard := quotaHard(t.Spec.Quota)
+	hard := quotaHard(t.Spec.CeilingQuota())
 	if len(hard) == 0 {
 		return nil
 	}

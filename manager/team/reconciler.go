@@ -39,6 +39,10 @@ type Reconciler struct {
 	recorder  events.EventRecorder
 	opts      Options
 	clock     clock.PassiveClock
+	// kueueAtStart: Kueue's kinds were served when the manager started. Without
+	// them there is no team queue to remove, and asking would cost a full API
+	// discovery per reconcile of every team.
+	kueueAtStart bool
 }
 
 // Options shape every team's vCluster the same way.
@@ -210,6 +214,7 @@ func (r *Reconciler) recordUsage(ctx context.Context, t *gpuvcv1.Team) {
 		return
 	}
 	t.Status.GPUUsage = gpuUsage(q)
+	r.recordQueue(ctx, t)
 }
 
 func (r *Reconciler) condition(t *gpuvcv1.Team, typ string, ok bool, reason, msg string) {

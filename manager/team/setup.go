@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/teamqueue"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
@@ -24,7 +27,18 @@ import (
 // change or deletion by hand wakes the Team and is repaired), and the vCluster
 // control planes in team namespaces (readiness changes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	// Kueue objects of queueing teams, if Kueue is installed now (installed later:
+	// they are still applied on every reconcile, only drift waits for the next one).
+	for _, gvk := range []schema.GroupVersionKind{teamqueue.ClusterQueueKind, teamqueue.LocalQueueKind} {
+		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			r.kueueAtStart = true
+			obj := &metav1.PartialObjectMetadata{}
+			obj.SetGroupVersionKind(gvk)
+			b = b.Owns(obj, builder.OnlyMetadata)
+		}
+	}
+	return b.
 		For(&gpuvcv1.Team{}).
 		Owns(&corev1.Namespace{}).
 		Owns(&corev1.ResourceQuota{}).

@@ -28,6 +28,7 @@ func (r *Reconciler) hostSteps() []hostStep {
 		{"Namespace", r.ensureNamespace},
 		{"AdmissionParams", r.ensureAdmissionParams},
 		{"ResourceQuota", r.ensureQuota},
+		{"Queue", r.ensureQueue},
 		{"LimitRange", r.ensureLimitRange},
 		{"NetworkPolicy", r.ensureNetworkPolicies},
 		{"RBAC", r.ensureRBAC},

@@ -36,6 +36,9 @@ func Policy(t *gpuvcv1.Team, product string, memMiB int64, systemPool string) *s
 		p.FractionsEnabled = g.Fractions
 		p.WholeGPUAs = g.WholeGPUAs
 	}
+	if t.Spec.Queueing != nil {
+		p.KueueQueue = contract.KueueLocalQueueName
+	}
 	return p
 }
 

@@ -89,6 +89,9 @@ var validTeams = map[string]string{
 	"fraction limits off without fractions": "metadata: {name: limits-off}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {fractionLimits: {enabled: false}}}",
 	"idle policy at its limits":             "metadata: {name: sleepy}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 5m}, gpuPods: {after: 720h, action: Evict, maxUtilizationPercent: 100}}}",
 	"idle policy, compound duration":        "metadata: {name: sleepy2}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 1h30m0s}}}",
+	"queueing, full":                        "metadata: {name: elastic}\nspec: {pool: a100, quota: {gpus: 4, mig: {1g.10gb: 2, 3g.40gb: 0}}, queueing: {borrowingLimit: {gpus: 4, mig: {3g.40gb: 2}}, lendingLimit: {gpus: 4, mig: {1g.10gb: 1}}, weight: 3}}",
+	"queueing, borrow only":                 "metadata: {name: borrower}\nspec: {pool: a100, quota: {}, queueing: {borrowingLimit: {gpus: 2}, weight: 0}}",
+	"queueing, empty":                       "metadata: {name: queued}\nspec: {pool: a100, quota: {gpus: 2}, queueing: {}}",
 }
 
 func TestValidTeamIsAcceptedWithDefaults(t *testing.T) {
@@ -216,6 +219,34 @@ var invalidTeams = map[string]struct {
 	"duplicate member": {
 		manifest: "metadata: {name: member3}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: ana}, {kind: User, name: ana}]}",
 		want:     []string{"spec.members[1]", "Duplicate value"},
+	},
+	"lending more GPUs than guaranteed": {
+		manifest: "metadata: {name: lend}\nspec: {pool: a100, quota: {gpus: 2}, queueing: {lendingLimit: {gpus: 3}}}",
+		want:     []string{"spec.queueing.lendingLimit.gpus: cannot exceed the guarantee spec.quota.gpus"},
+	},
+	"lending GPUs without a guarantee": {
+		manifest: "metadata: {name: lend0}\nspec: {pool: a100, quota: {}, queueing: {lendingLimit: {gpus: 1}}}",
+		want:     []string{"spec.queueing.lendingLimit.gpus: cannot exceed the guarantee"},
+	},
+	"lending more MIG slices than guaranteed": {
+		manifest: "metadata: {name: lendmig}\nspec: {pool: a100, quota: {mig: {1g.10gb: 1}}, queueing: {lendingLimit: {mig: {1g.10gb: 2}}}}",
+		want:     []string{"spec.queueing.lendingLimit.mig: each profile must be listed in spec.quota.mig"},
+	},
+	"borrowing a MIG profile not in the quota": {
+		manifest: "metadata: {name: borrowmig}\nspec: {pool: a100, quota: {gpus: 1}, queueing: {borrowingLimit: {mig: {3g.40gb: 1}}}}",
+		want:     []string{"spec.queueing.borrowingLimit.mig: a MIG profile can be borrowed only if spec.quota.mig lists it"},
+	},
+	"negative borrowing": {
+		manifest: "metadata: {name: borrowneg}\nspec: {pool: a100, quota: {gpus: 1}, queueing: {borrowingLimit: {gpus: -1}}}",
+		want:     []string{"spec.queueing.borrowingLimit.gpus", "greater than or equal to 0"},
+	},
+	"negative MIG borrowing": {
+		manifest: "metadata: {name: borrowmigneg}\nspec: {pool: a100, quota: {mig: {1g.10gb: 1}}, queueing: {borrowingLimit: {mig: {1g.10gb: -1}}}}",
+		want:     []string{"spec.queueing.borrowingLimit", "each MIG count must be between 0 and 4096"},
+	},
+	"weight too high": {
+		manifest: "metadata: {name: heavy}\nspec: {pool: a100, quota: {gpus: 1}, queueing: {weight: 101}}",
+		want:     []string{"spec.queueing.weight", "less than or equal to 100"},
 	},
 	"egress not a CIDR": {
 		manifest: "metadata: {name: egress}\nspec: {pool: a100, quota: {}, network: {allowedEgressCIDRs: [10.0.0.1]}}",

@@ -43,6 +43,9 @@ type TeamList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.maxGPUsPerPod) || !has(self.quota.gpus) || self.maxGPUsPerPod <= self.quota.gpus",message="spec.maxGPUsPerPod: cannot exceed spec.quota.gpus; lower maxGPUsPerPod or raise the quota"
 // +kubebuilder:validation:XValidation:rule="!has(self.gpuSharing) || !has(self.gpuSharing.wholeGPUAs) || (has(self.quota.mig) && self.gpuSharing.wholeGPUAs in self.quota.mig)",message="spec.gpuSharing.wholeGPUAs: the MIG profile whole-GPU requests map to needs a quota in spec.quota.mig"
 // +kubebuilder:validation:XValidation:rule="!has(self.gpuSharing) || !has(self.gpuSharing.fractions) || !self.gpuSharing.fractions || (has(self.quota.gpus) && self.quota.gpus >= 1)",message="spec.gpuSharing.fractions: fractional GPUs are carved from whole GPUs the team holds; set spec.quota.gpus to at least 1"
+// +kubebuilder:validation:XValidation:rule="!has(self.queueing) || !has(self.queueing.borrowingLimit) || !has(self.queueing.borrowingLimit.mig) || self.queueing.borrowingLimit.mig.all(p, has(self.quota.mig) && p in self.quota.mig)",message="spec.queueing.borrowingLimit.mig: a MIG profile can be borrowed only if spec.quota.mig lists it (a guarantee of 0 is fine); add the profile there"
+// +kubebuilder:validation:XValidation:rule="!has(self.queueing) || !has(self.queueing.lendingLimit) || !has(self.queueing.lendingLimit.gpus) || self.queueing.lendingLimit.gpus <= (has(self.quota.gpus) ? self.quota.gpus : 0)",message="spec.queueing.lendingLimit.gpus: cannot exceed the guarantee spec.quota.gpus; lower the lending limit or raise the guarantee"
+// +kubebuilder:validation:XValidation:rule="!has(self.queueing) || !has(self.queueing.lendingLimit) || !has(self.queueing.lendingLimit.mig) || self.queueing.lendingLimit.mig.all(p, has(self.quota.mig) && p in self.quota.mig && self.queueing.lendingLimit.mig[p] <= self.quota.mig[p])",message="spec.queueing.lendingLimit.mig: each profile must be listed in spec.quota.mig and lend at most its guarantee there"
 type TeamSpec struct {
 	// Members get cluster-admin inside the team's virtual cluster.
 	// +optional
@@ -60,7 +63,12 @@ type TeamSpec struct {
 	Pool string `json:"pool"`
 
 	// Quota bounds what the team's pods may request on the host, all pods together.
+	// With Queueing, its gpus and mig are the team's guaranteed share instead.
 	Quota Quota `json:"quota"`
+
+	// Queueing makes the GPU quota elastic on Kueue (team_queue_types.go).
+	// +optional
+	Queueing *Queueing `json:"queueing,omitempty"`
 
 	// MaxGPUsPerPod bounds the whole GPUs one pod may request.
 	// +optional
@@ -222,6 +230,10 @@ type TeamStatus struct {
 	// GPUUsage is what the team's pods request now, from the namespace's quota usage.
 	// +optional
 	GPUUsage *GPUUsage `json:"gpuUsage,omitempty"`
+
+	// Queue is the team's standing in Kueue, with spec.queueing (team_queue_types.go).
+	// +optional
+	Queue *QueueStatus `json:"queue,omitempty"`
 
 	// GPUSeconds is the GPU time the team's pods held, integrated by the manager
 	// (package manager/accounting); written every few minutes when it changed.

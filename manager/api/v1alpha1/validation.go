@@ -60,6 +60,7 @@ func (t *Team) Validate() field.ErrorList {
 		}
 	}
 	errs = append(errs, validateSharing(spec.Child("gpuSharing"), s)...)
+	errs = append(errs, validateQueueing(spec.Child("queueing"), s)...)
 	switch s.PodSecurity {
 	case "", "privileged", "baseline", "restricted":
 	default:
@@ -229,12 +230,13 @@ func sortedKeys[V any](m map[string]V) []string {
 const UnlimitedGPUsPerPod = 1 << 20
 
 // EffectiveMaxGPUsPerPod is the per-pod GPU bound every fence applies:
-// spec.maxGPUsPerPod, else everything the GPU and MIG quota allows, else no bound.
+// spec.maxGPUsPerPod, else everything the GPU and MIG quota allows (with
+// spec.queueing, guarantee plus borrowing limit), else no bound.
 func (t *Team) EffectiveMaxGPUsPerPod() int64 {
 	if t.Spec.MaxGPUsPerPod != nil {
 		return int64(*t.Spec.MaxGPUsPerPod)
 	}
-	q := t.Spec.Quota
+	q := t.Spec.CeilingQuota()
 	if q.GPUs == nil && len(q.MIG) == 0 {
 		return UnlimitedGPUsPerPod
 	}

@@ -45,6 +45,9 @@ func describe(w io.Writer, t *gpuvcv1.Team, now time.Time) {
 	} else {
 		line("  Per pod", "not limited")
 	}
+	if t.Spec.Queueing != nil {
+		line("Queue", "%s", queueLine(t))
+	}
 	line("Sharing", "%s", sharingLine(t.Spec.GPUSharing))
 	if g := gpuTimeLine(t.Status.GPUSeconds); g != "" {
 		line("GPU time", "%s", g)
@@ -172,4 +175,14 @@ func kubeconfigLine(t *gpuvcv1.Team) string {
 	default:
 		return "not yet (the manager has not reported it; is it running?)"
 	}
+}
+
+// queueLine is the team's standing in Kueue: guarantee, use, borrowing, waiting pods.
+func queueLine(t *gpuvcv1.Team) string {
+	q := t.Status.Queue
+	if q == nil {
+		return fmt.Sprintf("elastic: %d GPUs guaranteed, may borrow %d (no report from Kueue yet)", t.Spec.GuaranteedGPUs(), t.Spec.BorrowableGPUs())
+	}
+	return fmt.Sprintf("elastic: %d GPUs guaranteed, %d in use, %d borrowed of %d allowed; %d pods admitted, %d queued (ClusterQueue %s)",
+		q.GuaranteedGPUs, q.UsedGPUs, q.BorrowedGPUs, q.BorrowingLimitGPUs, q.AdmittedPods, q.QueuedPods, q.ClusterQueue)
 }

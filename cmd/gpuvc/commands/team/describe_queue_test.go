@@ -1,0 +1,30 @@
+package team
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+)
+
+// TestDescribeShowsTheQueue: a queueing team's guarantee, use, borrowing and
+// queued pods, and what it says before Kueue has reported.
+func TestDescribeShowsTheQueue(t *testing.T) {
+	tm := fraudTeam()
+	tm.Spec.Queueing = &gpuvcv1.Queueing{BorrowingLimit: &gpuvcv1.GPUAmount{GPUs: ptr.To[int32](2)}}
+	var b bytes.Buffer
+	describe(&b, tm, created)
+	require.Contains(t, b.String(), "Queue:       elastic: 6 GPUs guaranteed, may borrow 2 (no report from Kueue yet)\n")
+
+	tm.Status.Queue = &gpuvcv1.QueueStatus{ClusterQueue: "gpuvc-fraud", GuaranteedGPUs: 6, BorrowingLimitGPUs: 2, UsedGPUs: 8, BorrowedGPUs: 2, AdmittedPods: 8, QueuedPods: 3}
+	b.Reset()
+	describe(&b, tm, created)
+	require.Contains(t, b.String(), "Queue:       elastic: 6 GPUs guaranteed, 8 in use, 2 borrowed of 2 allowed; 8 pods admitted, 3 queued (ClusterQueue gpuvc-fraud)\n")
+
+	b.Reset()
+	describe(&b, fraudTeam(), created)
+	require.NotContains(t, b.String(), "Queue:")
+}

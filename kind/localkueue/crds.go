@@ -1,0 +1,173 @@
+package localkueue
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+)
+
+// loadCRDs reads Kueue's CRDs from configDir/crd/bases and points the conversion
+// webhook of those Kueue's own kustomization converts by webhook at
+// webhookURL/convert, trusting caBundle.
+func loadCRDs(configDir, webhookURL string, caBundle []byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	converted, err := webhookConvertedCRDs(filepath.Join(configDir, "crd"))
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(configDir, "crd", "bases", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no Kueue CRDs in %s/crd/bases (the module's config/components folder): %v", configDir, err)
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(b, crd); err != nil {
+			return nil, fmt.Errorf("reading Kueue CRD %s: %w", f, err)
+		}
+		if slices.Contains(converted, crd.Name) {
+			crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+				Strategy: apiextensionsv1.WebhookConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{
+					ClientConfig: &apiextensionsv1.WebhookClientConfig{
+						URL:      ptr.To(webhookURL + "/convert"),
+						CABundle: caBundle,
+					},
+					ConversionReviewVersions: []string{"v1"},
+				},
+			}
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}
+
+// webhookConvertedCRDs names the CRDs whose "webhook_in_" patch Kueue's CRD
+// kustomization applies (the others convert between versions with None).
+func webhookConvertedCRDs(crdDir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(crdDir, "kustomization.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var k struct {
+		Patches []struct {
+			Path string `json:"path"`
+		} `json:"patches"`
+	}
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		return nil, fmt.Errorf("reading %s/kustomization.yaml: %w", crdDir, err)
+	}
+	var names []string
+	for _, p := range k.Patches {
+		if !strings.HasPrefix(filepath.Base(p.Path), "webhook_in_") {
+			continue
+		}
+		pb, err := os.ReadFile(filepath.Join(crdDir, p.Path))
+		if err != nil {
+			return nil, err
+		}
+		var patch metav1.PartialObjectMetadata
+		if err := yaml.Unmarshal(pb, &patch); err != nil || patch.Name == "" {
+			return nil, fmt.Errorf("reading the CRD name of %s: %v", p.Path, err)
+		}
+		names = append(names, patch.Name)
+	}
+	return names, nil
+}
+
+// applyCRDs creates or replaces each CRD and waits until all are established.
+func applyCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	cs, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	api := cs.ApiextensionsV1().CustomResourceDefinitions()
+	for _, crd := range crds {
+		old, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = api.Create(ctx, crd, metav1.CreateOptions{})
+		case err == nil:
+			crd.ResourceVersion = old.ResourceVersion
+			_, err = api.Update(ctx, crd, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("applying Kueue CRD %s: %w", crd.Name, err)
+		}
+	}
+	for _, crd := range crds {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			got, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for Kueue CRD %s to be established: %w", crd.Name, err)
+		}
+	}
+	return waitDiscovery(ctx, cfg, crds)
+}
+
+// waitDiscovery waits until API discovery lists every CRD's kind in each served
+// version: Kueue sets up its indexes at start from discovery, and a kind that is
+// established but not yet discovered makes it exit ("no matches for kind").
+func waitDiscovery(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	want := map[string][]string{} // group/version -> plurals
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				gv := crd.Spec.Group + "/" + v.Name
+				want[gv] = append(want[gv], crd.Spec.Names.Plural)
+			}
+		}
+	}
+	var missing string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for gv, plurals := range want {
+			list, err := dc.ServerResourcesForGroupVersion(gv)
+			if err != nil {
+				missing = gv + ": " + err.Error()
+				return false, nil
+			}
+			for _, p := range plurals {
+				if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == p }) {
+					missing = gv + "/" + p
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for API discovery to list Kueue's kinds (still missing %s): %w", missing, err)
+	}
+	return nil
+}

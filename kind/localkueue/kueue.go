@@ -1,0 +1,199 @@
+package localkueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/kind/supervise"
+	"github.com/gpuvc/gpuvc/manager/servingcert"
+)
+
+// DefaultNamespace is Kueue's own namespace unless Options say otherwise.
+const DefaultNamespace = "kueue-system"
+
+// Options configure a local Kueue.
+type Options struct {
+	// Binary is Kueue's controller manager; ConfigDir its module's
+	// config/components folder. Both empty: the ones the builder's manifest lists.
+	Binary, ConfigDir string
+	// Dir receives Kueue's configuration, certificates and log (kueue.log).
+	// Empty: a new temporary folder.
+	Dir string
+	// Namespace is Kueue's own namespace; empty: DefaultNamespace.
+	Namespace string
+	// Detached lets Kueue outlive this program.
+	Detached bool
+	// Log receives progress lines. Nil discards them.
+	Log io.Writer
+}
+
+// Kueue is a running local Kueue controller manager.
+type Kueue struct {
+	Namespace  string
+	WebhookURL string // https://127.0.0.1:<port>: what the API server calls
+	LogPath    string
+	proc       *supervise.Process
+}
+
+// Start installs Kueue's CRDs and webhook configurations into the cluster cfg
+// reaches, starts Kueue's controller manager with kubeconfig, and waits until
+// its webhooks answer through the API server. On error nothing it started is
+// left running.
+func Start(ctx context.Context, cfg *rest.Config, kubeconfig string, opts Options) (k *Kueue, err error) {
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	began := time.Now()
+	if opts.Binary == "" || opts.ConfigDir == "" {
+		m, err := localcluster.LoadManifest()
+		if err != nil {
+			return nil, err
+		}
+		if opts.Binary, opts.ConfigDir, err = m.Kueue(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultNamespace
+	}
+	if opts.Dir == "" {
+		if opts.Dir, err = os.MkdirTemp("", "gpuvc-kueue-"); err != nil {
+			return nil, err
+		}
+	}
+	ports, err := localcluster.FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	s := settings{namespace: opts.Namespace, healthPort: ports[0], webhookPort: ports[1], certDir: filepath.Join(opts.Dir, "certs")}
+	webhookURL := fmt.Sprintf("https://127.0.0.1:%d", s.webhookPort)
+
+	bundle, err := servingcert.Generate([]net.IP{net.IPv4(127, 0, 0, 1)}, nil, 365*24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	if err := bundle.WriteFiles(s.certDir); err != nil {
+		return nil, err
+	}
+	if err := ensureMetricsCertificate(bundle); err != nil {
+		return nil, err
+	}
+	configPath, err := writeConfiguration(opts.Dir, s)
+	if err != nil {
+		return nil, err
+	}
+	crds, err := loadCRDs(opts.ConfigDir, webhookURL, bundle.CA)
+	if err != nil {
+		return nil, err
+	}
+	mutating, validating, err := webhookConfigurations(opts.ConfigDir, webhookURL, bundle.CA, opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyCRDs(ctx, cfg, crds); err != nil {
+		return nil, err
+	}
+	if err := ensureNamespace(ctx, cs, opts.Namespace); err != nil {
+		return nil, err
+	}
+
+	proc, err := supervise.Start("kueue", opts.Binary, []string{"--config", configPath}, []string{"KUBECONFIG=" + kubeconfig}, opts.Dir, opts.Detached)
+	if err != nil {
+		return nil, err
+	}
+	// On error the results are nil: stop the process itself, not through k.
+	defer func() {
+		if err != nil {
+			_ = proc.Stop(10 * time.Second)
+		}
+	}()
+	procs := []*supervise.Process{proc}
+	if err := supervise.WaitHTTP(ctx, "kueue", procs, fmt.Sprintf("http://127.0.0.1:%d/readyz", s.healthPort)); err != nil {
+		return nil, err
+	}
+	// Registered only now: with failurePolicy Fail, webhooks that nobody serves
+	// yet would refuse every Kueue object (and every queued pod) meanwhile.
+	if err := applyWebhookConfigurations(ctx, cs, mutating, validating); err != nil {
+		return nil, err
+	}
+	if err := waitWebhooks(ctx, cfg, procs); err != nil {
+		return nil, err
+	}
+	k = &Kueue{Namespace: opts.Namespace, WebhookURL: webhookURL, LogPath: filepath.Join(opts.Dir, "kueue.log"), proc: proc}
+	fmt.Fprintf(log, "kueue %s ready in %v (webhooks at %s, log %s)\n", localcluster.KueueVersion, time.Since(began).Round(time.Millisecond), webhookURL, k.LogPath)
+	return k, nil
+}
+
+// PID is the controller manager's process id.
+func (k *Kueue) PID() int { return k.proc.PID() }
+
+// Stop stops the controller manager (its CRDs, objects and webhook
+// configurations stay; with Kueue gone, the webhooks refuse what they cover).
+func (k *Kueue) Stop() error { return k.proc.Stop(10 * time.Second) }
+
+// Exited reports whether Kueue has ended, with the tail of its log.
+func (k *Kueue) Exited() error { return k.proc.Exited() }
+
+// waitWebhooks waits until a dry-run ResourceFlavor passes Kueue's webhooks
+// through the API server: then Kueue admits objects and pods.
+func waitWebhooks(ctx context.Context, cfg *rest.Config, procs []*supervise.Process) error {
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	flavors := dc.Resource(schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "resourceflavors"})
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+		"metadata": map[string]any{"name": "gpuvc-webhook-probe"},
+	}}
+	return supervise.Poll(ctx, "kueue webhooks through the API server", procs, func(ctx context.Context) (bool, error) {
+		_, err := flavors.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil || apierrors.IsAlreadyExists(err), err
+	})
+}
+
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface, name string) error {
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// metricsCertDir is where Kueue v0.17 reads its metrics certificate when it does
+// not manage certificates itself; the path is fixed in its main package.
+const metricsCertDir = "/etc/kueue/metrics/certs"
+
+// ensureMetricsCertificate gives Kueue a metrics certificate to load at start:
+// it refuses to start without one, though the local runner never serves metrics.
+// An existing pair is kept.
+func ensureMetricsCertificate(b *servingcert.Bundle) error {
+	if _, err := os.Stat(filepath.Join(metricsCertDir, servingcert.CertFile)); err == nil {
+		return nil
+	}
+	if err := b.WriteFiles(metricsCertDir); err != nil {
+		return errors.Join(fmt.Errorf("Kueue %s reads a metrics certificate from %s (fixed in its code) and will not start without one; writing one failed: create that folder writable for this user, or run as root", localcluster.KueueVersion, metricsCertDir), err)
+	}
+	return nil
+}

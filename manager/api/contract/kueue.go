@@ -1,0 +1,12 @@
+package contract
+
+// Keys of Kueue (sigs.k8s.io/kueue) gpuvc writes and reads: its plain-Pod
+// integration queues a pod that carries LabelKueueQueueName, holding it behind
+// KueueAdmissionGate until its Workload is admitted.
+const (
+	LabelKueueQueueName = "kueue.x-k8s.io/queue-name"
+	KueueAdmissionGate  = "kueue.x-k8s.io/admission"
+	// KueueLocalQueueName is the LocalQueue the manager creates in a queueing
+	// team's host namespace; the team's GPU pods name it.
+	KueueLocalQueueName = "gpuvc"
+)

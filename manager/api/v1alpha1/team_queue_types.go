@@ -1,0 +1,124 @@
+package v1alpha1
+
+// Queueing makes a team's GPU quota elastic, on Kueue: spec.quota.gpus and
+// spec.quota.mig become the team's guaranteed share (Kueue's nominal quota; an
+// absent one guarantees nothing), GPU pods over what is free wait in a queue
+// instead of being refused, a team may borrow what the other teams of its pool
+// leave idle up to BorrowingLimit, and takes its guarantee back by preempting
+// borrowers. The namespace's ResourceQuota becomes the burst ceiling: guarantee
+// plus borrowing limit, which holds even when Kueue is down. The teams of one
+// pool share one Kueue cohort.
+type Queueing struct {
+	// BorrowingLimit bounds what the team may use beyond its guarantee, borrowed
+	// from idle guarantees of the other teams in its pool. Absent: nothing; a MIG
+	// profile must be listed in spec.quota.mig (0 guaranteed is fine) to be borrowed.
+	// +optional
+	BorrowingLimit *GPUAmount `json:"borrowingLimit,omitempty"`
+
+	// LendingLimit bounds how much of the team's idle guarantee other teams may
+	// borrow; at most the guarantee. Absent: all of it.
+	// +optional
+	LendingLimit *GPUAmount `json:"lendingLimit,omitempty"`
+
+	// Weight is the team's fair-share weight in its pool: idle capacity is shared
+	// among borrowing teams in proportion to it; 0 borrows only what nobody else
+	// wants. Default 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Weight *int32 `json:"weight,omitempty"`
+}
+
+// GPUAmount is a number of whole GPUs and of MIG slices per profile.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.mig) || self.mig.all(p, self.mig[p] >= 0 && self.mig[p] <= 4096)",message="each MIG count must be between 0 and 4096"
+type GPUAmount struct {
+	// GPUs is a number of whole GPUs (nvidia.com/gpu).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4096
+	GPUs *int32 `json:"gpus,omitempty"`
+
+	// MIG maps a MIG profile listed in spec.quota.mig to a number of slices.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	MIG map[string]int32 `json:"mig,omitempty"`
+}
+
+// Limits of spec.queueing; the CRD states the same numbers.
+const MaxQueueWeight = 100
+
+// DefaultQueueWeight is a team's fair-share weight when spec.queueing.weight is absent.
+const DefaultQueueWeight = 1
+
+// QueueWeight is the team's fair-share weight, defaulted.
+func (q *Queueing) QueueWeight() int32 {
+	if q == nil || q.Weight == nil {
+		return DefaultQueueWeight
+	}
+	return *q.Weight
+}
+
+// GuaranteedGPUs is the whole GPUs the team is guaranteed under spec.queueing.
+func (s *TeamSpec) GuaranteedGPUs() int32 { return deref(s.Quota.GPUs) }
+
+// BorrowableGPUs is the whole GPUs the team may borrow beyond its guarantee.
+func (s *TeamSpec) BorrowableGPUs() int32 {
+	if s.Queueing == nil || s.Queueing.BorrowingLimit == nil {
+		return 0
+	}
+	return deref(s.Queueing.BorrowingLimit.GPUs)
+}
+
+// BorrowableMIG is the slices of a MIG profile the team may borrow.
+func (s *TeamSpec) BorrowableMIG(profile string) int32 {
+	if s.Queueing == nil || s.Queueing.BorrowingLimit == nil {
+		return 0
+	}
+	return s.Queueing.BorrowingLimit.MIG[profile]
+}
+
+func deref(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// CeilingQuota is what the namespace's ResourceQuota holds the team's pods to:
+// spec.quota, except that with spec.queueing the GPUs and each MIG profile are
+// the guarantee plus the borrowing limit (absent counts 0), so the ceiling holds
+// whatever Kueue does, or when it is down.
+func (s *TeamSpec) CeilingQuota() Quota {
+	q := s.Quota
+	if s.Queueing == nil {
+		return q
+	}
+	gpus := s.GuaranteedGPUs() + s.BorrowableGPUs()
+	q.GPUs = &gpus
+	if len(s.Quota.MIG) > 0 {
+		q.MIG = make(map[string]int32, len(s.Quota.MIG))
+		for p, n := range s.Quota.MIG {
+			q.MIG[p] = n + s.BorrowableMIG(p)
+		}
+	}
+	return q
+}
+
+// QueueStatus is the team's standing in Kueue (spec.queueing), from its
+// ClusterQueue's status.
+type QueueStatus struct {
+	// ClusterQueue is the team's Kueue ClusterQueue.
+	ClusterQueue string `json:"clusterQueue"`
+	// GuaranteedGPUs and BorrowingLimitGPUs restate the spec for readers of the status.
+	GuaranteedGPUs     int64 `json:"guaranteedGPUs"`
+	BorrowingLimitGPUs int64 `json:"borrowingLimitGPUs"`
+	// UsedGPUs are the whole GPUs Kueue reserved for the team's admitted pods;
+	// BorrowedGPUs the part of them beyond the guarantee.
+	UsedGPUs     int64 `json:"usedGPUs"`
+	BorrowedGPUs int64 `json:"borrowedGPUs"`
+	// AdmittedPods run on quota; QueuedPods wait for it.
+	AdmittedPods int32 `json:"admittedPods"`
+	QueuedPods   int32 `json:"queuedPods"`
+}

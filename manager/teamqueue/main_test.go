@@ -1,0 +1,63 @@
+package teamqueue_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/kind/localkueue"
+	"github.com/gpuvc/gpuvc/manager/api/scheme"
+	"github.com/gpuvc/gpuvc/manager/managertest"
+	"github.com/gpuvc/gpuvc/manager/team"
+)
+
+var (
+	host  *localcluster.ControlPlane
+	c     client.Client
+	dc    dynamic.Interface
+	kueue *localkueue.Kueue
+)
+
+// TestMain runs the package against a real control plane with kwok GPU nodes,
+// the real Kueue (built from its module) and the real gpuvc manager. Kueue starts
+// first: the manager watches Kueue's kinds only if they exist when it starts.
+func TestMain(m *testing.M) {
+	os.Exit(localcp.RunTests(m, localcluster.Options{}, func(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
+		host = cp
+		k, err := localcp.StartKueue(ctx, cp, os.Stderr)
+		if err != nil {
+			return nil, err
+		}
+		kueue = k
+		mgr, err := managertest.Start(ctx, cp, team.Options{})
+		if err != nil {
+			_ = k.Stop()
+			return nil, err
+		}
+		// kueue, not k: a test may have restarted Kueue.
+		stop := func() { _ = mgr.Stop(); _ = kueue.Stop() }
+		if c, err = client.New(cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
+			stop()
+			return nil, err
+		}
+		if dc, err = dynamic.NewForConfig(cp.Config); err != nil {
+			stop()
+			return nil, err
+		}
+		return stop, nil
+	}))
+}
+
+func integration(t *testing.T) context.Context {
+	t.Helper()
+	localcp.ForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
