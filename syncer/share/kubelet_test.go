@@ -48,14 +48,21 @@ func kubeletNode(ctx context.Context, t *testing.T, name, pool string) *corev1.N
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	n.Status = corev1.NodeStatus{
-		Capacity: capacity, Allocatable: capacity.DeepCopy(),
-		Conditions: []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-		}},
-	}
-	if n, err = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// The node controllers write the new node too (taints): re-read on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if n, err = c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		n.Status = corev1.NodeStatus{
+			Capacity: capacity, Allocatable: capacity.DeepCopy(),
+			Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+			}},
+		}
+		n, err = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	// The API server taints new nodes not-ready until the node lifecycle
