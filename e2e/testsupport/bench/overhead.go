@@ -148,15 +148,19 @@ func createConcurrently(ctx context.Context, b *testing.B, cs []kubernetes.Inter
 	return d
 }
 
-// deleteAll removes the namespace's pods and waits until they are gone, so the
-// next block starts from the same state.
+// deleteAll removes the pods this harness created in the namespace (never the
+// team's vCluster) and waits until they are gone, so the next block starts
+// from the same state.
 func deleteAll(ctx context.Context, b *testing.B, c kubernetes.Interface, ns string) {
 	pods := c.CoreV1().Pods(ns)
-	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+	mine := metav1.ListOptions{LabelSelector: overheadLabel}
+	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, mine); err != nil {
 		b.Fatal(err)
 	}
-	poll.Until(ctx, b, 2*time.Minute, "pods of "+ns+" gone", func(ctx context.Context) (bool, error) {
-		l, err := pods.List(ctx, metav1.ListOptions{Limit: 1})
+	poll.Until(ctx, b, 2*time.Minute, "benchmark pods of "+ns+" gone", func(ctx context.Context) (bool, error) {
+		mine := mine
+		mine.Limit = 1
+		l, err := pods.List(ctx, mine)
 		return err == nil && len(l.Items) == 0, nil
 	})
 }

@@ -15,6 +15,10 @@ import (
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
+// overheadLabel marks the pods WebhookOverhead and Throughput create, so they
+// delete only those.
+const overheadLabel = "gpuvc.bench/overhead"
+
 // WebhookSwitch turns gpuvc's pod webhook off and on for a namespace's pods by
 // deleting and re-creating its two webhook configurations, so one namespace —
 // same quota, same CEL fence, same pods — is measured with and without it.
@@ -87,6 +91,10 @@ func (s *WebhookSwitch) Template(ctx context.Context) (*corev1.Pod, error) {
 	}
 	t := &corev1.Pod{Spec: *p.Spec.DeepCopy()}
 	t.Labels, t.Annotations = p.Labels, p.Annotations
+	if t.Labels == nil {
+		t.Labels = map[string]string{}
+	}
+	t.Labels[overheadLabel] = "true"
 	return t, nil
 }
 
