@@ -71,6 +71,12 @@ func BenchmarkScale(b *testing.B) {
 }
 
 func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, bin, dir string, sz size, run string) {
+	// 1. The idle manager: no team. It installs the Team CRD.
+	m, idleStart, err := startManager(ctx, bin, dir, cp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	idle := measure(b, m, settle)
 	teams, err := teamctl.New(cp.Config)
 	if err != nil {
 		b.Fatal(err)
@@ -80,13 +86,6 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 		b.Fatal(err)
 	}
 	defer tw.stop()
-
-	// 1. The idle manager: no team.
-	m, idleStart, err := startManager(ctx, bin, dir, cp)
-	if err != nil {
-		b.Fatal(err)
-	}
-	idle := measure(b, m, settle)
 
 	// 2. Baseline: a plain namespace, created and seen by the API server.
 	var nsLat []time.Duration

@@ -20,19 +20,25 @@ import (
 // is switched: blocks alternate so both modes see the same machine load.
 const blockSize = 25
 
+// MinLatencySamples is the fewest latencies a percentile benchmark takes,
+// whatever b.N: a p99 of go test's default dozen samples is their maximum.
+const MinLatencySamples = 200
+
 // WebhookOverhead measures what gpuvc's webhook alone adds to pod creation:
 // one namespace (its quota, its CEL fence), the same admitted pod template,
 // created one at a time in alternating blocks with the webhook on and off.
-// b.N pods per mode. Reports p50/p99 of each mode and the ratios.
+// max(b.N, MinLatencySamples) pods per mode. Reports p50/p99 of each mode and
+// the ratios.
 func WebhookOverhead(ctx context.Context, b *testing.B, c kubernetes.Interface, sw *WebhookSwitch) {
 	tmpl, err := sw.Template(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var on, off []time.Duration
+	total := max(b.N, MinLatencySamples)
 	b.ResetTimer()
-	for done := 0; done < b.N; {
-		n := min(blockSize, b.N-done)
+	for done := 0; done < total; {
+		n := min(blockSize, total-done)
 		b.StopTimer()
 		switchTo(ctx, b, sw, false)
 		b.StartTimer()
