@@ -54,7 +54,7 @@ func BenchmarkManagerThroughput(b *testing.B) {
 	sw := webhookSwitch(ctx, b)
 	for _, clients := range []int{1, 16, 32, 64} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			bench.Throughput(ctx, b, unlimitedClient(b), sw, clients, 300)
+			bench.Throughput(ctx, b, unlimitedClient(b), sw, clients, 500)
 		})
 	}
 }
