@@ -107,6 +107,8 @@ var sections = []section{
 			{What: "team create → vCluster release applied p99", Ref: r(pkgScale, "BenchmarkScale", "release-p99-ms"), Unit: "ms", Versus: nsP50},
 			{What: "cold start: Teams waiting, manager start → all VClusterReady", Ref: r(pkgScale, "BenchmarkScale", "cold-start-s"), Unit: "s",
 				Versus: base(pkgScale, "BenchmarkScale", "cold-serial-s", "as many teams × the one-at-a-time p50")},
+			{What: "restart with every team and pod in place → each Team reconciled, queue empty", Ref: r(pkgScale, "BenchmarkScale", "restart-all-s"), Unit: "s",
+				Versus: base(pkgScale, "BenchmarkScale", "idle-start-s", "manager start → ready, no team")},
 			{What: "manager start → ready, no team", Ref: r(pkgScale, "BenchmarkScale", "idle-start-s"), Unit: "s"},
 		}},
 	{Title: "Manager resources at scale", Note: "RSS (VmRSS) and CPU (utime+stime) of the `gpuvc manager` process from /proc, each after a 65 s window " +

@@ -45,8 +45,9 @@ const podLabel = "gpuvc.bench/scale"
 // pass: the idle manager; plain namespace creation (the baseline of a team's
 // first host object); teams created one at a time (create → HostResourcesReady
 // and → VClusterReady, the vCluster release applied); a cold start with Teams
-// created while no manager ran (process start → all VClusterReady); then pods
-// spread over every team by 16 clients. RSS and CPU of the process are read
+// created while no manager ran (process start → all VClusterReady); pods
+// spread over every team by 16 clients; a restart with all of it in place
+// (process start → every Team reconciled, queue empty). RSS and CPU of the process are read
 // from /proc after each step.
 func BenchmarkScale(b *testing.B) {
 	cp := localcp.ForTest(b)
@@ -132,7 +133,7 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer m.stop()
+	defer func() { m.stop() }()
 	var coldDone time.Time
 	poll.Until(ctx, b, 30*time.Minute, fmt.Sprintf("%d cold teams VClusterReady", len(cold)), func(context.Context) (bool, error) {
 		var ok bool
@@ -156,6 +157,20 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 	afterPods := measure(b, m, 0)
 	withPods := measure(b, m, settle)
 
+	// 6. Restart with everything in place: process start → every Team
+	// reconciled once and the queue empty.
+	m.stop()
+	restartAt := time.Now()
+	m, _, err = startManager(ctx, bin, dir, cp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	poll.UntilSeen(ctx, b, 30*time.Minute, fmt.Sprintf("%d teams reconciled after a restart", len(all)), func(ctx context.Context) (bool, string, error) {
+		n, depth, err := m.teamQueue(ctx)
+		return n >= float64(len(all)) && depth == 0, fmt.Sprintf("%.0f reconciles, %.0f queued", n, depth), err
+	})
+	restartTook := time.Since(restartAt)
+
 	nTeams := float64(len(all))
 	b.ReportMetric(nTeams, "teams")
 	b.ReportMetric(float64(sz.pods), "pods")
@@ -168,6 +183,7 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 	b.ReportMetric(float64(len(cold)), "cold-teams")
 	b.ReportMetric(coldTook.Seconds(), "cold-start-s")
 	b.ReportMetric(float64(len(cold))*bench.Percentile(releaseLat, 0.5)/1000, "cold-serial-s")
+	b.ReportMetric(restartTook.Seconds(), "restart-all-s")
 	b.ReportMetric(mib(idle.end.RSSKiB), "rss-idle-MiB")
 	b.ReportMetric(mib(withTeams.end.RSSKiB), "rss-teams-MiB")
 	b.ReportMetric(mib(withPods.end.RSSKiB), "rss-pods-MiB")
