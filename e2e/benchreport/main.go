@@ -18,7 +18,7 @@ func main() {
 
 func run() error {
 	var opts runOptions
-	out := flag.String("out", "docs/benchmarks.md", "the report to write (text outside the bench markers is kept); empty: print only")
+	out := flag.String("out", "docs/benchmarks.md", "the report to write: only the part between the scale's markers (bench, bench-full) is replaced; empty: print only")
 	flag.StringVar(&opts.scale, "scale", "small", "BENCH_SCALE for the benchmarks: small (fits ~20 minutes on 2 cores) or full (100 teams, 10,000 pods)")
 	flag.StringVar(&opts.bench, "bench", ".", "go test -bench regexp")
 	flag.StringVar(&opts.benchtime, "benchtime", "", "go test -benchtime (empty: go test's default)")
@@ -51,7 +51,7 @@ func run() error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	doc, err := Splice(string(old), generated)
+	doc, err := Splice(string(old), sectionName(opts.scale), generated)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *out, err)
 	}

@@ -11,10 +11,20 @@ import (
 	"time"
 )
 
-const (
-	beginMarker = "<!-- bench:begin -->"
-	endMarker   = "<!-- bench:end -->"
-)
+// markers returns the begin and end markers of a section: "bench" for the
+// default scale, "bench-full" for BENCH_SCALE=full, so each scale's last run
+// keeps its own place in the document.
+func markers(name string) (begin, end string) {
+	return "<!-- " + name + ":begin -->", "<!-- " + name + ":end -->"
+}
+
+// sectionName is the marker name of a scale's figures.
+func sectionName(scale string) string {
+	if scale == "small" {
+		return "bench"
+	}
+	return "bench-" + scale
+}
 
 // Machine is what the report says of the computer.
 type Machine struct {
@@ -26,9 +36,10 @@ type Machine struct {
 	Commit    string
 }
 
-// Splice puts generated between the markers of doc, keeping the rest; a
-// document without markers gets them appended.
-func Splice(doc, generated string) (string, error) {
+// Splice puts generated between the named markers of doc, keeping the rest; a
+// document without them gets them appended.
+func Splice(doc, name, generated string) (string, error) {
+	beginMarker, endMarker := markers(name)
 	i, j := strings.Index(doc, beginMarker), strings.Index(doc, endMarker)
 	switch {
 	case i < 0 && j < 0:
@@ -47,7 +58,11 @@ func Render(run *Run, m Machine) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("<!-- Written by `make bench` (go run ./e2e/benchreport); edits between the markers are overwritten. -->\n\n")
-	p("## Figures of the last `make bench`\n\n")
+	if run.Scale == "small" {
+		p("## Figures of the last `make bench`\n\n")
+	} else {
+		p("## Figures of the last `make bench BENCH_SCALE=%s`\n\n", run.Scale)
+	}
 	p("| | |\n|---|---|\n")
 	p("| run | %s, %s |\n", run.Started.UTC().Format("2006-01-02 15:04 MST"), run.Ended.Sub(run.Started).Round(time.Second))
 	p("| commit | `%s` |\n", m.Commit)
@@ -60,8 +75,12 @@ func Render(run *Run, m Machine) string {
 		failed = "`" + strings.Join(run.Failed, "`, `") + "` (their figures are missing or partial)"
 	}
 	p("| packages that failed | %s |\n\n", failed)
-	p("Ratio = value / baseline, both from this run. A missing value (—) is a benchmark that failed or was not run.\n\n")
+	p("Ratio = value / baseline, both from this run. A missing value (—) is a benchmark that failed or was not run; " +
+		"a section none of whose benchmarks ran is left out.\n\n")
 	for _, s := range sections {
+		if !slices.ContainsFunc(s.Figures, func(f figure) bool { _, ok := lookup(run.Results, f.Ref); return ok }) {
+			continue
+		}
 		p("### %s\n\n%s\n\n", s.Title, s.Note)
 		p("| figure | value | baseline | ratio |\n|---|---:|---|---:|\n")
 		for _, f := range s.Figures {
