@@ -35,9 +35,13 @@ var sizes = map[string]size{
 	"full":  {cold: 80, sequential: 20, pods: 10000},
 }
 
-// settle is the window over which steady CPU is measured: longer than the
-// accounting interval (1 minute), so one sample of every team falls in it.
-const settle = 65 * time.Second
+// Windows over which steady RSS and CPU are measured: with teams and pods,
+// longer than the accounting interval (1 minute), so one sample of every team
+// falls in it; before, shorter.
+const (
+	settle     = 30 * time.Second
+	settleLong = 65 * time.Second
+)
 
 const podLabel = "gpuvc.bench/scale"
 
@@ -155,7 +159,7 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 		return len(l.Items) == 0, fmt.Sprintf("%d unscheduled", len(l.Items)), nil
 	})
 	afterPods := measure(b, m, 0)
-	withPods := measure(b, m, settle)
+	withPods := measure(b, m, settleLong)
 
 	// 6. Restart with everything in place: process start → every Team
 	// reconciled once and the queue empty.
