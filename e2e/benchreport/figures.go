@@ -111,8 +111,8 @@ var sections = []section{
 				Versus: base(pkgScale, "BenchmarkScale", "idle-start-s", "manager start → ready, no team")},
 			{What: "manager start → ready, no team", Ref: r(pkgScale, "BenchmarkScale", "idle-start-s"), Unit: "s"},
 		}},
-	{Title: "Manager resources at scale", Note: "RSS (VmRSS) and CPU (utime+stime) of the `gpuvc manager` process from /proc, after a 30 s window (65 s with the pods: it holds one accounting sample) " +
-		"; CPU in % of one core.",
+	{Title: "Manager resources at scale", Note: "RSS (VmRSS) and CPU (utime+stime) of the `gpuvc manager` process from /proc, after a 30 s window (65 s with the pods: it holds one accounting sample); " +
+		"CPU in % of one core.",
 		Figures: []figure{
 			{What: "teams", Ref: r(pkgScale, "BenchmarkScale", "teams")},
 			{What: "pods (CPU pods through the webhook, 16 clients, all scheduled)", Ref: r(pkgScale, "BenchmarkScale", "pods")},
