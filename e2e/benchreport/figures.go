@@ -101,7 +101,7 @@ var sections = []section{
 	{Title: "Teams: provisioning and cold start", Note: "`gpuvc manager` as its own process on the local control plane with kwok nodes (no container runs: " +
 		"VClusterReady means the release is applied and its control-plane workload reported ready by kwok).",
 		Figures: []figure{
-			{What: "team create → host objects (HostResourcesReady) p50", Ref: r(pkgScale, "BenchmarkScale", "host-p50-ms"), Unit: "ms", Versus: nsP50},
+			{What: "team create → host objects (namespace … RBAC, seen by a watch) p50", Ref: r(pkgScale, "BenchmarkScale", "host-p50-ms"), Unit: "ms", Versus: nsP50},
 			{What: "team create → host objects p99", Ref: r(pkgScale, "BenchmarkScale", "host-p99-ms"), Unit: "ms", Versus: nsP50},
 			{What: "team create → vCluster release applied (VClusterReady) p50", Ref: r(pkgScale, "BenchmarkScale", "release-p50-ms"), Unit: "ms", Versus: nsP50},
 			{What: "team create → vCluster release applied p99", Ref: r(pkgScale, "BenchmarkScale", "release-p99-ms"), Unit: "ms", Versus: nsP50},

@@ -47,8 +47,8 @@ const podLabel = "gpuvc.bench/scale"
 
 // BenchmarkScale runs `gpuvc manager` as its own process and measures, in one
 // pass: the idle manager; plain namespace creation (the baseline of a team's
-// first host object); teams created one at a time (create → HostResourcesReady
-// and → VClusterReady, the vCluster release applied); a cold start with Teams
+// first host object); teams created one at a time (create → host objects up to
+// RBAC, and → VClusterReady, the vCluster release applied); a cold start with Teams
 // created while no manager ran (process start → all VClusterReady); pods
 // spread over every team by 16 clients; a restart with all of it in place
 // (process start → every Team reconciled, queue empty). RSS and CPU of the process are read
@@ -86,7 +86,7 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 	if err != nil {
 		b.Fatal(err)
 	}
-	tw, err := watchTeams(ctx, cp.Config)
+	tw, err := watchTeams(ctx, cp.Config, cp.Client)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 			_, ok := tw.at(t, gpuvcv1.ConditionVClusterReady)
 			return ok, nil
 		})
-		h, _ := tw.at(t, gpuvcv1.ConditionHostResourcesReady)
+		h, _ := tw.at(t, hostObjects)
 		r, _ := tw.at(t, gpuvcv1.ConditionVClusterReady)
 		hostLat, releaseLat = append(hostLat, h.Sub(start)), append(releaseLat, r.Sub(start))
 		all = append(all, t)

@@ -2,10 +2,15 @@ package scale
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -13,14 +18,21 @@ import (
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
-// teamWatch records when each Team's conditions were first seen True.
+// hostObjects is the pseudo-condition "the host steps reached RBAC, the last
+// one before the vCluster release": the first RoleBinding seen in the team's
+// namespace. The Team's own conditions are written once per reconcile, at its
+// end, so HostResourcesReady shows up with VClusterReady.
+const hostObjects = "HostObjects"
+
+// teamWatch records when each Team's conditions were first seen True, and
+// when its host objects appeared.
 type teamWatch struct {
 	mu   sync.Mutex
 	seen map[string]map[string]time.Time // team → condition → first seen True
 	stop func()
 }
 
-func watchTeams(ctx context.Context, cfg *rest.Config) (*teamWatch, error) {
+func watchTeams(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface) (*teamWatch, error) {
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
@@ -29,7 +41,23 @@ func watchTeams(ctx context.Context, cfg *rest.Config) (*teamWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	tw := &teamWatch{seen: map[string]map[string]time.Time{}, stop: w.Stop}
+	rb, err := cs.RbacV1().RoleBindings("").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		w.Stop()
+		return nil, err
+	}
+	tw := &teamWatch{seen: map[string]map[string]time.Time{}, stop: func() { w.Stop(); rb.Stop() }}
+	go func() {
+		for ev := range rb.ResultChan() {
+			o, ok := ev.Object.(*rbacv1.RoleBinding)
+			if !ok || ev.Type != watch.Added {
+				continue
+			}
+			if team, ok := strings.CutPrefix(o.Namespace, gpuvcv1.HostNamespace("")); ok {
+				tw.mark(team, hostObjects, time.Now())
+			}
+		}
+	}()
 	go func() {
 		for ev := range w.ResultChan() {
 			t, ok := ev.Object.(*gpuvcv1.Team)
@@ -37,22 +65,26 @@ func watchTeams(ctx context.Context, cfg *rest.Config) (*teamWatch, error) {
 				continue
 			}
 			now := time.Now()
-			tw.mu.Lock()
 			for _, cond := range []string{gpuvcv1.ConditionHostResourcesReady, gpuvcv1.ConditionVClusterReady} {
-				if !apimeta.IsStatusConditionTrue(t.Status.Conditions, cond) {
-					continue
-				}
-				if tw.seen[t.Name] == nil {
-					tw.seen[t.Name] = map[string]time.Time{}
-				}
-				if _, done := tw.seen[t.Name][cond]; !done {
-					tw.seen[t.Name][cond] = now
+				if apimeta.IsStatusConditionTrue(t.Status.Conditions, cond) {
+					tw.mark(t.Name, cond, now)
 				}
 			}
-			tw.mu.Unlock()
 		}
 	}()
 	return tw, nil
+}
+
+// mark records the first time team's cond was seen.
+func (tw *teamWatch) mark(team, cond string, at time.Time) {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.seen[team] == nil {
+		tw.seen[team] = map[string]time.Time{}
+	}
+	if _, done := tw.seen[team][cond]; !done {
+		tw.seen[team][cond] = at
+	}
 }
 
 // at returns when team's condition was first seen True.
