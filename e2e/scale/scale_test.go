@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -20,6 +21,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 
@@ -119,7 +121,9 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 		r, _ := tw.at(t, gpuvcv1.ConditionVClusterReady)
 		hostLat, releaseLat = append(hostLat, h.Sub(start)), append(releaseLat, r.Sub(start))
 		all = append(all, t)
+		exportKubeconfig(ctx, b, cp, t)
 	}
+	waitReady(ctx, b, tw, all)
 	m.stop()
 
 	// 4. Cold start: Teams applied while no manager runs, then one starts.
@@ -139,12 +143,20 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 	}
 	defer func() { m.stop() }()
 	var coldDone time.Time
+	exported := map[string]bool{}
 	poll.Until(ctx, b, 30*time.Minute, fmt.Sprintf("%d cold teams VClusterReady", len(cold)), func(context.Context) (bool, error) {
+		for _, t := range cold {
+			if _, ok := tw.at(t, gpuvcv1.ConditionVClusterReady); ok && !exported[t] {
+				exportKubeconfig(ctx, b, cp, t)
+				exported[t] = true
+			}
+		}
 		var ok bool
 		coldDone, ok = tw.all(cold, gpuvcv1.ConditionVClusterReady)
 		return ok, nil
 	})
 	coldTook := coldDone.Sub(coldStart)
+	waitReady(ctx, b, tw, all)
 	withTeams := measure(b, m, settle)
 
 	// 5. Pods over every team, through the webhook, until all are scheduled.
@@ -199,6 +211,29 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 	b.ReportMetric(idle.cpuPercent(), "cpu-idle-%")
 	b.ReportMetric(withTeams.cpuPercent(), "cpu-teams-%")
 	b.ReportMetric(withPods.cpuPercent(), "cpu-pods-%")
+}
+
+// exportKubeconfig stands in for the team's vCluster, which exports its
+// kubeconfig once its control plane runs: on kwok nodes none runs, and a Team
+// that never gets one stays not Ready and is reconciled again and again.
+func exportKubeconfig(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, team string) {
+	if err := managertest.ExportKubeconfig(ctx, cp.Client, team); err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatal(err)
+	}
+}
+
+// waitReady waits until every team is Ready: nothing left for the manager to
+// do before the steady state is measured.
+func waitReady(ctx context.Context, b *testing.B, tw *teamWatch, teams []string) {
+	poll.UntilSeen(ctx, b, 10*time.Minute, fmt.Sprintf("%d teams Ready", len(teams)), func(context.Context) (bool, string, error) {
+		n := 0
+		for _, t := range teams {
+			if _, ok := tw.at(t, gpuvcv1.ConditionReady); ok {
+				n++
+			}
+		}
+		return n == len(teams), fmt.Sprintf("%d Ready", n), nil
+	})
 }
 
 // window is a process's usage over a measured interval.

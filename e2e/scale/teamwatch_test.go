@@ -65,7 +65,7 @@ func watchTeams(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface) 
 				continue
 			}
 			now := time.Now()
-			for _, cond := range []string{gpuvcv1.ConditionHostResourcesReady, gpuvcv1.ConditionVClusterReady} {
+			for _, cond := range []string{gpuvcv1.ConditionVClusterReady, gpuvcv1.ConditionReady} {
 				if apimeta.IsStatusConditionTrue(t.Status.Conditions, cond) {
 					tw.mark(t.Name, cond, now)
 				}
