@@ -61,7 +61,7 @@ func Render(run *Run, m Machine) string {
 	if run.Scale == "small" {
 		p("## Figures of the last `make bench`\n\n")
 	} else {
-		p("## Figures of the last `make bench BENCH_SCALE=%s`\n\n", run.Scale)
+		p("## Figures of the last run at `BENCH_SCALE=%s`\n\n", run.Scale)
 	}
 	p("| | |\n|---|---|\n")
 	p("| run | %s, %s |\n", run.Started.UTC().Format("2006-01-02 15:04 MST"), run.Ended.Sub(run.Started).Round(time.Second))
