@@ -51,8 +51,12 @@ e2e: binaries ## End-to-end suites (local control plane; kind when a Docker engi
 	$(GO) test -timeout $(TEST_TIMEOUT) -v $$($(GO) list ./e2e/... | grep -v '/e2e/trial$$')
 	GPUVC_REQUIRE_TRIAL=1 $(GO) test -timeout $(TEST_TIMEOUT) -v $(TRIAL_PKG)
 
-bench: binaries ## Benchmarks: latency percentiles, throughput, GPUs held vs lower bound, RSS
-	$(GO) test -run '^$$' -bench . -benchmem -timeout $(TEST_TIMEOUT) ./...
+# BENCH_SCALE=full runs the scale benchmark at 100 teams and 10,000 pods (longer
+# than the default's ~20 minutes on 2 cores).
+BENCH_SCALE ?= small
+
+bench: binaries ## Benchmarks of the packages that have any, one at a time; writes docs/benchmarks.md (BENCH_SCALE=small|full)
+	$(GO) run ./e2e/benchreport -scale $(BENCH_SCALE) -out docs/benchmarks.md
 
 trial: build ## Try gpuvc: gpuvc installed, two teams running GPU pods in their own clusters; without Docker (as root) on a local control plane with a real node, left running; kind where a Docker engine answers (docs/trial.md)
 	@backend=$$(bin/gpuvc dev trial check) || exit $$?; \

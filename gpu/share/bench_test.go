@@ -131,50 +131,70 @@ func BenchmarkStaticPacking(b *testing.B) {
 
 // BenchmarkOnlineChurn: requests arrive and leave at random (seeded); GPUs
 // are never compacted. Reports the mean of GPUs in use / lower bound sampled
-// after warm-up, and the worst sample.
+// after warm-up, and the worst sample, against ceil(Σ) and against the
+// Martello–Toth L2 bound of the live requests (tighter: requests over half a
+// GPU cannot share, whatever the placement).
 func BenchmarkOnlineChurn(b *testing.B) {
-	var mean, worst float64
+	var r churnRatios
 	for b.Loop() {
-		mean, worst = churn(b, mixes["mixed"], 20000, 300)
+		r = churn(b, mixes["mixed"], 20000, 300)
 	}
-	b.ReportMetric(mean, "gpus/lowerbound")
-	b.ReportMetric(worst, "worst-gpus/lowerbound")
+	b.ReportMetric(r.mean, "gpus/lowerbound")
+	b.ReportMetric(r.worst, "worst-gpus/lowerbound")
+	b.ReportMetric(r.meanL2, "gpus/L2bound")
+	b.ReportMetric(r.worstL2, "worst-gpus/L2bound")
 }
 
-func churn(tb testing.TB, m mix, steps, population int) (mean, worst float64) {
+type churnRatios struct{ mean, worst, meanL2, worstL2 float64 }
+
+func churn(tb testing.TB, m mix, steps, population int) churnRatios {
 	rng := rand.New(rand.NewPCG(7, 9))
 	a, _ := New()
 	var live []string
+	units := map[string]int{}
+	var r churnRatios
 	samples := 0
 	for step := range steps {
 		if len(live) >= population || (len(live) > 0 && rng.IntN(2) == 0) {
 			i := rng.IntN(len(live))
 			a.Release(live[i])
+			delete(units, live[i])
 			live[i] = live[len(live)-1]
 			live = live[:len(live)-1]
 		} else {
 			key := fmt.Sprintf("p%d", step)
-			r := m.draw(rng)
-			if _, err := a.Allocate(key, r); errors.Is(err, ErrNoFit) {
+			req := m.draw(rng)
+			if _, err := a.Allocate(key, req); errors.Is(err, ErrNoFit) {
 				if err := a.AddGPU(GPU{ID: fmt.Sprintf("gpu-%05d", len(a.GPUs())), MemoryMiB: gib80}); err != nil {
 					tb.Fatal(err)
 				}
-				if _, err := a.Allocate(key, r); err != nil {
+				if _, err := a.Allocate(key, req); err != nil {
 					tb.Fatal(err)
 				}
 			} else if err != nil {
 				tb.Fatal(err)
 			}
+			u, _ := req.Units(gib80)
+			units[key] = u
 			live = append(live, key)
 		}
 		if step > steps/4 && step%100 == 0 && a.LowerBound() > 0 {
 			ratio := float64(a.InUse()) / float64(a.LowerBound())
-			mean += ratio
-			worst = max(worst, ratio)
+			var us []int
+			for _, u := range units {
+				us = append(us, u)
+			}
+			l2 := float64(a.InUse()) / float64(boundL2(us))
+			r.mean += ratio
+			r.worst = max(r.worst, ratio)
+			r.meanL2 += l2
+			r.worstL2 = max(r.worstL2, l2)
 			samples++
 		}
 	}
-	return mean / float64(samples), worst
+	r.mean /= float64(samples)
+	r.meanL2 /= float64(samples)
+	return r
 }
 
 // BenchmarkAllocate is one online decision on 64 GPUs that are about half full.

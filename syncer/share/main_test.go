@@ -178,7 +178,15 @@ func startWebhook(ctx context.Context) (stop func(), err error) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Start(srvCtx) }()
 	stop = func() { cancel(); <-served }
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	// Two minutes: on a machine shared with other suites (load average 30-50
+	// seen under make bench) 30 s was not always enough.
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-served:
+			served <- err // for stop
+			return false, fmt.Errorf("webhook server exited: %w", err)
+		default:
+		}
 		return srv.StartedChecker()(nil) == nil, nil
 	}); err != nil {
 		return stop, fmt.Errorf("webhook server: %w", err)

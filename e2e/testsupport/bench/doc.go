@@ -2,7 +2,7 @@
 // share with tests: a team namespace on a real API server to create share pods
 // in (Team) with the invariants of its GPU shares, a watch for pods leaving the
 // share gate, percentiles, and the measurements themselves (Admission,
-// UngateLatency, Burst).
+// WebhookOverhead and Throughput with a WebhookSwitch, UngateLatency, Burst).
 //
 // The same measurements run against different setups: syncer/integration and
 // syncer/share run them against the webhook and the share controller alone, and

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
@@ -34,8 +33,7 @@ import (
 const (
 	teamName = "bench"
 	teamNS   = "team-" + teamName
-	plainNS  = "bench-plain" // no team: no gpuvc admission
-	quotaGPU = 8             // bench.Burst needs room for 8 reservations
+	quotaGPU = 8 // bench.Burst needs room for 8 reservations
 )
 
 var env struct {
@@ -71,12 +69,6 @@ func setUp(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 	}
 	if err == nil {
 		err = waitVClusterReady(ctx, teams)
-	}
-	if err == nil {
-		_, err = cp.Client.CoreV1().Namespaces().Create(ctx, testobj.Namespace(plainNS, nil), metav1.CreateOptions{})
-	}
-	if err == nil {
-		err = cp.WaitForServiceAccount(ctx, plainNS, "default")
 	}
 	if err != nil {
 		stop()

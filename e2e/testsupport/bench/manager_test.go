@@ -2,8 +2,16 @@ package bench_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/gpuvc/gpuvc/manager"
 
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
 )
@@ -30,10 +38,55 @@ func BenchmarkManagerBurst(b *testing.B) {
 	bench.Burst(benchContext(b, 20*time.Minute), b, env.team)
 }
 
-// BenchmarkManagerAdmission: pod creation in the team namespace (the manager's
-// webhook, the CEL fence and the team's quota) against a plain namespace. CPU
-// pods: the team's GPU quota would refuse GPU pods past 8.
-func BenchmarkManagerAdmission(b *testing.B) {
-	benchContext(b, time.Minute)
-	bench.Admission(b, env.cp.Client, teamNS, plainNS, "")
+// BenchmarkManagerWebhookOverhead: gpuvc's webhook alone. The team namespace
+// keeps its quota and CEL fence; the same admitted CPU pod is created one at a
+// time with the webhook on and off, in alternating blocks (bench.WebhookOverhead).
+func BenchmarkManagerWebhookOverhead(b *testing.B) {
+	ctx := benchContext(b, 10*time.Minute)
+	bench.WebhookOverhead(ctx, b, env.cp.Client, webhookSwitch(ctx, b))
+}
+
+// BenchmarkManagerThroughput: pods/s from 1 to 64 concurrent clients, webhook
+// off and on, in the team namespace (bench.Throughput): where the curve
+// flattens, the API server (or the machine) is saturated.
+func BenchmarkManagerThroughput(b *testing.B) {
+	ctx := benchContext(b, 20*time.Minute)
+	sw := webhookSwitch(ctx, b)
+	for _, clients := range []int{1, 16, 32, 64} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			bench.Throughput(ctx, b, unlimitedClient(b), sw, clients, 500)
+		})
+	}
+}
+
+func webhookSwitch(ctx context.Context, b *testing.B) *bench.WebhookSwitch {
+	sw, err := bench.NewWebhookSwitch(ctx, env.cp.Client, manager.WebhookConfigName, teamNS)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Whatever happens, the manager's webhook is on again for the next benchmark.
+	b.Cleanup(func() {
+		if err := sw.On(context.Background()); err != nil && !apierrors.IsAlreadyExists(err) {
+			b.Error(err)
+		}
+	})
+	return sw
+}
+
+// unlimitedClient returns a constructor of clients with their own connections
+// and no client-side rate limit: the API server, not client-go, must be what
+// saturates.
+func unlimitedClient(b *testing.B) func() kubernetes.Interface {
+	return func() kubernetes.Interface {
+		cfg := rest.CopyConfig(env.cp.Config)
+		cfg.QPS, cfg.Burst = -1, 0
+		// A dialer of its own makes client-go build a transport per client (no
+		// shared connection), as separate clients would have.
+		cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
 }

@@ -16,14 +16,14 @@ import (
 // UngateLatency measures create → gate removed (seen by a watch) for one 0.1
 // pod at a time, with up to five others alive: the steady state of a team
 // whose reservation has room (the first pod also waits for a reservation).
-// It reports p50-ms and p99-ms.
+// It reports p50-ms and p99-ms over max(b.N, MinLatencySamples/2) pods.
 func UngateLatency(ctx context.Context, b *testing.B, tm Team) {
 	u := tm.WatchUngates(ctx, b)
 	defer u.Stop()
 	var lat []time.Duration
 	var live []string
 	b.ResetTimer()
-	for i := range b.N {
+	for i := range max(b.N, MinLatencySamples/2) {
 		name := fmt.Sprintf("l-%d", i)
 		start := time.Now()
 		tm.CreateShare(ctx, b, name, "0.1")

@@ -1,0 +1,136 @@
+package main
+
+// A figure of the report: one metric of one benchmark, and what it is
+// compared with in the same run.
+type figure struct {
+	What   string
+	Ref    ref
+	Unit   string // shown after the value
+	Versus versus
+}
+
+// ref names a metric of a benchmark (package-relative name, no -N suffix).
+type ref struct {
+	Pkg, Bench, Metric string
+}
+
+// versus is a figure's baseline: another metric of the same run (Base), or
+// none when the metric already is a ratio to its baseline (Self says what it
+// is relative to).
+type versus struct {
+	Base *ref
+	Self string
+	What string // how the report names the baseline
+}
+
+type section struct {
+	Title, Note string
+	Figures     []figure
+}
+
+const (
+	pkgBench = "github.com/gpuvc/gpuvc/e2e/testsupport/bench"
+	pkgScale = "github.com/gpuvc/gpuvc/e2e/scale"
+	pkgShare = "github.com/gpuvc/gpuvc/syncer/share"
+	pkgInteg = "github.com/gpuvc/gpuvc/syncer/integration"
+	pkgGPU   = "github.com/gpuvc/gpuvc/gpu/share"
+	pkgMIG   = "github.com/gpuvc/gpuvc/gpu/mig"
+	pkgAcct  = "github.com/gpuvc/gpuvc/manager/accounting"
+)
+
+func r(pkg, bench, metric string) ref { return ref{pkg, bench, metric} }
+func base(pkg, bench, metric, what string) versus {
+	b := r(pkg, bench, metric)
+	return versus{Base: &b, What: what}
+}
+func self(what string) versus { return versus{Self: what} }
+
+var (
+	overhead = "BenchmarkManagerWebhookOverhead"
+	offP50   = base(pkgBench, overhead, "off-p50-ms", "same namespace, webhook off, p50")
+	offP99   = base(pkgBench, overhead, "off-p99-ms", "same namespace, webhook off, p99")
+	onP50    = base(pkgBench, overhead, "on-p50-ms", "one pod create through the webhook, p50")
+	onP99    = base(pkgBench, overhead, "on-p99-ms", "one pod create through the webhook, p99")
+	nsP50    = base(pkgScale, "BenchmarkScale", "ns-p50-ms", "plain namespace create, p50")
+	rssIdle  = base(pkgScale, "BenchmarkScale", "rss-idle-MiB", "idle manager, no team")
+	cpuIdle  = base(pkgScale, "BenchmarkScale", "cpu-idle-%", "idle manager, no team")
+)
+
+func throughput(clients string) []figure {
+	b := "BenchmarkManagerThroughput/clients=" + clients
+	return []figure{{
+		What: "pods/s, " + clients + " client(s), webhook on", Ref: r(pkgBench, b, "on-pods/s"), Unit: "pods/s",
+		Versus: base(pkgBench, b, "off-pods/s", "same clients, webhook off"),
+	}}
+}
+
+var sections = []section{
+	{Title: "Admission: gpuvc's webhook alone", Note: "One team namespace (ResourceQuota, LimitRange, CEL fence) and one admitted CPU pod template; " +
+		"the webhook configurations are deleted and re-created between blocks of 25 pods, so only the webhook call differs. " +
+		"Manager in process (manager.New via managertest).",
+		Figures: append(append(append(append([]figure{
+			{What: "pod create latency p50, webhook on", Ref: r(pkgBench, overhead, "on-p50-ms"), Unit: "ms", Versus: offP50},
+			{What: "pod create latency p99, webhook on", Ref: r(pkgBench, overhead, "on-p99-ms"), Unit: "ms", Versus: offP99},
+		}, throughput("1")...), throughput("16")...), throughput("32")...), append(throughput("64"),
+			figure{What: "webhook only (no quota, no CEL fence), one-GPU pods, p50", Ref: r(pkgInteg, "BenchmarkAdmission", "webhook-p50-ms"), Unit: "ms",
+				Versus: base(pkgInteg, "BenchmarkAdmission", "plain-p50-ms", "plain namespace, no gpuvc, p50")})...)},
+	{Title: "Fractional GPUs: ungate latency and reservations", Note: "Share pods created as a tenant's pod reaches the host; latency is create → gate removed, seen by a watch.",
+		Figures: []figure{
+			{What: "ungate latency p50 (manager)", Ref: r(pkgBench, "BenchmarkManagerUngateLatency", "p50-ms"), Unit: "ms", Versus: onP50},
+			{What: "ungate latency p99 (manager)", Ref: r(pkgBench, "BenchmarkManagerUngateLatency", "p99-ms"), Unit: "ms", Versus: onP99},
+			{What: "ungate latency p50 (share controller alone)", Ref: r(pkgShare, "BenchmarkUngateLatency", "p50-ms"), Unit: "ms", Versus: onP50},
+			{What: "burst of 30–40 pods (Σ ≤ 7 GPUs): per-pod latency p50", Ref: r(pkgBench, "BenchmarkManagerBurst", "p50-ms"), Unit: "ms", Versus: onP50},
+			{What: "burst: reservations held", Ref: r(pkgBench, "BenchmarkManagerBurst", "reservations"), Unit: "",
+				Versus: base(pkgBench, "BenchmarkManagerBurst", "lower-bound", "ceil(Σ fractions) of the burst")},
+			{What: "static mix `small` (1000 requests, largest first): GPUs", Ref: r(pkgGPU, "BenchmarkStaticPacking/small", "gpus/lowerbound"), Unit: "× bound", Versus: self("ceil(Σ)")},
+			{What: "static mix `mixed` (with gpu-memory requests): GPUs", Ref: r(pkgGPU, "BenchmarkStaticPacking/mixed", "gpus/lowerbound"), Unit: "× bound", Versus: self("ceil(Σ)")},
+			{What: "static mix `halves` (mostly > 0.5): GPUs", Ref: r(pkgGPU, "BenchmarkStaticPacking/halves", "gpus/lowerbound"), Unit: "× bound", Versus: self("ceil(Σ)")},
+			{What: "static mix `halves`: GPUs against the L2 bound", Ref: r(pkgGPU, "BenchmarkStaticPacking/halves", "gpus/L2bound"), Unit: "× bound", Versus: self("Martello–Toth L2")},
+			{What: "churn (20,000 arrivals/departures, 300 live), mean", Ref: r(pkgGPU, "BenchmarkOnlineChurn", "gpus/lowerbound"), Unit: "× bound", Versus: self("ceil(Σ) of live requests")},
+			{What: "churn, worst sample", Ref: r(pkgGPU, "BenchmarkOnlineChurn", "worst-gpus/lowerbound"), Unit: "× bound", Versus: self("ceil(Σ) of live requests")},
+			{What: "churn, mean against the L2 bound", Ref: r(pkgGPU, "BenchmarkOnlineChurn", "gpus/L2bound"), Unit: "× bound", Versus: self("L2 of live requests")},
+		}},
+	{Title: "MIG placement", Note: "Seeded cases on two A100-40GB GPUs, the first partly used, 1–4 requested instances; the exhaustive search tries every (GPU, start) for every instance.",
+		Figures: []figure{
+			{What: "cases where Pack's cost equals the exhaustive optimum", Ref: r(pkgMIG, "BenchmarkPackVsExhaustive", "optimal-share"), Unit: "share", Versus: self("exhaustive search")},
+			{What: "Pack time per case", Ref: r(pkgMIG, "BenchmarkPackVsExhaustive", "pack-us/case"), Unit: "µs",
+				Versus: base(pkgMIG, "BenchmarkPackVsExhaustive", "exhaustive-us/case", "exhaustive search per case")},
+			{What: "greedy fallback (past MaxSearchStates): GPUs", Ref: r(pkgMIG, "BenchmarkPackVsExhaustive", "greedy-gpus/optimum"), Unit: "× optimum", Versus: self("exhaustive optimum")},
+			{What: "pool plan, 60 instances on 40 A100-80GB: GPUs", Ref: r(pkgMIG, "BenchmarkPackPool", "gpus/lowerbound"), Unit: "× bound", Versus: self("ceil(memory slots / 8)")},
+		}},
+	{Title: "Teams: provisioning and cold start", Note: "`gpuvc manager` as its own process on the local control plane with kwok nodes (no container runs: " +
+		"VClusterReady means the release is applied and its control-plane workload reported ready by kwok).",
+		Figures: []figure{
+			{What: "team create → host objects (namespace … RBAC, seen by a watch) p50", Ref: r(pkgScale, "BenchmarkScale", "host-p50-ms"), Unit: "ms", Versus: nsP50},
+			{What: "team create → host objects p99", Ref: r(pkgScale, "BenchmarkScale", "host-p99-ms"), Unit: "ms", Versus: nsP50},
+			{What: "team create → vCluster release applied (VClusterReady) p50", Ref: r(pkgScale, "BenchmarkScale", "release-p50-ms"), Unit: "ms", Versus: nsP50},
+			{What: "team create → vCluster release applied p99", Ref: r(pkgScale, "BenchmarkScale", "release-p99-ms"), Unit: "ms", Versus: nsP50},
+			{What: "cold start: Teams waiting, manager start → all VClusterReady", Ref: r(pkgScale, "BenchmarkScale", "cold-start-s"), Unit: "s",
+				Versus: base(pkgScale, "BenchmarkScale", "cold-serial-s", "as many teams × the one-at-a-time p50")},
+			{What: "restart with every team and pod in place → each Team reconciled, queue empty", Ref: r(pkgScale, "BenchmarkScale", "restart-all-s"), Unit: "s",
+				Versus: base(pkgScale, "BenchmarkScale", "idle-start-s", "manager start → ready, no team")},
+			{What: "manager start → ready, no team", Ref: r(pkgScale, "BenchmarkScale", "idle-start-s"), Unit: "s"},
+		}},
+	{Title: "Manager resources at scale", Note: "RSS (VmRSS) and CPU (utime+stime) of the `gpuvc manager` process from /proc, after a 30 s window (65 s with the pods: it holds one accounting sample); " +
+		"CPU in % of one core.",
+		Figures: []figure{
+			{What: "teams", Ref: r(pkgScale, "BenchmarkScale", "teams")},
+			{What: "pods (CPU pods through the webhook, 16 clients, all scheduled)", Ref: r(pkgScale, "BenchmarkScale", "pods")},
+			{What: "RSS with the teams", Ref: r(pkgScale, "BenchmarkScale", "rss-teams-MiB"), Unit: "MiB", Versus: rssIdle},
+			{What: "RSS with the teams and pods", Ref: r(pkgScale, "BenchmarkScale", "rss-pods-MiB"), Unit: "MiB", Versus: rssIdle},
+			{What: "memory per team", Ref: r(pkgScale, "BenchmarkScale", "MiB/team"), Unit: "MiB"},
+			{What: "memory per pod", Ref: r(pkgScale, "BenchmarkScale", "KiB/pod"), Unit: "KiB"},
+			{What: "peak RSS (VmHWM)", Ref: r(pkgScale, "BenchmarkScale", "peak-rss-MiB"), Unit: "MiB", Versus: rssIdle},
+			{What: "CPU, steady, with the teams", Ref: r(pkgScale, "BenchmarkScale", "cpu-teams-%"), Unit: "%", Versus: cpuIdle},
+			{What: "CPU, steady, with the teams and pods", Ref: r(pkgScale, "BenchmarkScale", "cpu-pods-%"), Unit: "%", Versus: cpuIdle},
+			{What: "CPU spent while the pods were created and scheduled", Ref: r(pkgScale, "BenchmarkScale", "cpu-s-pods"), Unit: "s"},
+			{What: "pods created per second (16 clients)", Ref: r(pkgScale, "BenchmarkScale", "pods-created/s"), Unit: "pods/s",
+				Versus: base(pkgBench, "BenchmarkManagerThroughput/clients=16", "on-pods/s", "one namespace, 16 clients, webhook on")},
+		}},
+	{Title: "Accounting overhead (issue #16)", Note: "The accountant's own work per sample at 100 teams and 10,000 bound pods (whole, MIG, reservations, shares), " +
+		"a week of hourly buckets per team; its per-team pod list and ConfigMap patch cost API-server time, not this.",
+		Figures: []figure{
+			{What: "one sample, 100 teams / 10,000 pods", Ref: r(pkgAcct, "BenchmarkSample", "ms/sample"), Unit: "ms"},
+			{What: "share of one core at the default 1-minute interval", Ref: r(pkgAcct, "BenchmarkSample", "cpu-%-of-interval"), Unit: "%", Versus: self("the sampling interval")},
+		}},
+}
