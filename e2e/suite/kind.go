@@ -62,6 +62,7 @@ func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 		Name:          name,
 		Dir:           dir,
 		Image:         images.GpuvcRef,
+		NodeImage:     os.Getenv(kindNodeImageEnv),
 		ImageArchives: tars,
 		Values:        map[string]any{"vcluster": map[string]any{"chart": map[string]any{"dir": vclusterChartInImage}}},
 		Log:           logWriter,
