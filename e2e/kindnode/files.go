@@ -1,0 +1,145 @@
+package kindnode
+
+import (
+	"bytes"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Paths in the node that kind or kubeadm rely on.
+const (
+	containerdSocket = "/run/containerd/containerd.sock"
+	imagesDir        = "/kind/images" // archives imported at boot by gpuvc-images.service
+	kubeletDropIns   = "/etc/kubernetes/kubelet.conf.d"
+	cniConfDir       = "/etc/cni/net.d"
+	debianRunc       = "/usr/sbin/runc"
+)
+
+// entrypoint prepares the container and hands over to systemd. kind waits for
+// "detected cgroup v1" (or systemd reaching multi-user) in the container log
+// before it runs anything in the node.
+const entrypoint = `#!/bin/bash
+# gpuvc's kind node: prepare the container, then boot systemd (the argument).
+set -euo pipefail
+# The kubelet mounts volumes with propagation; a shared root lets them through.
+mount --make-rshared /
+# Pods on other nodes are reached through this node's routes.
+sysctl -qw net.ipv4.ip_forward=1 || echo "cannot enable ip_forward" >&2
+if [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
+  echo "detected cgroup v1"
+fi
+exec "$@"
+`
+
+// containerdUnit runs containerd; Type=notify: it tells systemd when it serves.
+const containerdUnit = `[Unit]
+Description=containerd (gpuvc kind node)
+After=network.target local-fs.target
+
+[Service]
+Type=notify
+ExecStartPre=-/sbin/modprobe overlay
+ExecStart=/usr/local/bin/containerd
+Restart=always
+RestartSec=1
+Delegate=yes
+KillMode=process
+LimitNOFILE=infinity
+TasksMax=infinity
+
+[Install]
+WantedBy=multi-user.target
+`
+
+// imagesUnit imports the images kubeadm runs before the kubelet starts (nothing
+// can be pulled, so they ship in the node image as archives) and gives the tools
+// image kube-proxy's name too.
+var imagesUnit = `[Unit]
+Description=Import the preloaded images into containerd (gpuvc kind node)
+After=containerd.service
+Requires=containerd.service
+Before=kubelet.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c 'for a in ` + imagesDir + `/*.tar; do /usr/local/bin/ctr -n k8s.io images import --label io.cri-containerd.pinned=pinned "$a" || exit 1; done'
+ExecStart=/usr/local/bin/ctr -n k8s.io images tag --force ` + toolsRef + ` ` + kubeProxyRef + `
+
+[Install]
+WantedBy=multi-user.target
+`
+
+// kubeletUnit runs the kubelet as kubeadm configures it (flags in
+// kubeadm-flags.env, config in /var/lib/kubelet), with this node's drop-ins.
+// It restarts until kubeadm has written its configuration.
+const kubeletUnit = `[Unit]
+Description=kubelet (gpuvc kind node)
+After=containerd.service gpuvc-images.service
+Wants=containerd.service gpuvc-images.service
+StartLimitIntervalSec=0
+
+[Service]
+EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
+ExecStart=/usr/bin/kubelet --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf --config=/var/lib/kubelet/config.yaml --config-dir=` + kubeletDropIns + ` $KUBELET_KUBEADM_ARGS
+Restart=always
+RestartSec=1
+KillMode=process
+CPUAccounting=true
+MemoryAccounting=true
+
+[Install]
+WantedBy=multi-user.target
+`
+
+// kubeletDropIn: Kubernetes 1.35+ refuses cgroup v1 unless told otherwise, and
+// this project's machines have only cgroup v1. On cgroup v2 it changes nothing.
+const kubeletDropIn = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+`
+
+// containerdConfig is containerd's configuration (version 3) at its usual paths,
+// as kind's kubeadm configuration expects (criSocket, systemd cgroup driver),
+// with Debian's runc and CNI plugins, the sandbox image pinned to the preloaded
+// pause image, and pulls sent to a closed port so a missing image fails at once.
+func containerdConfig(pauseRef string) ([]byte, error) {
+	cfg := map[string]any{
+		"version": 3,
+		"grpc":    map[string]any{"address": containerdSocket},
+		"plugins": map[string]any{
+			"io.containerd.cri.v1.runtime": map[string]any{
+				// The node lacks CAP_SYS_RESOURCE on this project's machines:
+				// without this every sandbox fails.
+				"restrict_oom_score_adj": true,
+				"containerd": map[string]any{
+					"default_runtime_name": "runc",
+					"runtimes": map[string]any{
+						"runc": map[string]any{
+							"runtime_type": "io.containerd.runc.v2",
+							"options":      map[string]any{"BinaryName": debianRunc, "SystemdCgroup": true},
+						},
+					},
+				},
+				"cni": map[string]any{
+					"bin_dirs":     []string{"/usr/lib/cni", "/opt/cni/bin"},
+					"conf_dir":     cniConfDir,
+					"max_conf_num": 1,
+				},
+			},
+			"io.containerd.cri.v1.images": map[string]any{
+				"snapshotter":   "overlayfs",
+				"pinned_images": map[string]any{"sandbox": pauseRef},
+				"registry":      map[string]any{"config_path": "/etc/containerd/certs.d"},
+			},
+			"io.containerd.nri.v1.nri": map[string]any{"disable": true},
+		},
+	}
+	var buf bytes.Buffer
+	err := toml.NewEncoder(&buf).Encode(cfg)
+	return buf.Bytes(), err
+}
+
+// registryHosts sends every pull to a closed loopback port.
+const registryHosts = `server = "http://127.0.0.1:1"
+`
