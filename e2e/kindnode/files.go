@@ -81,6 +81,9 @@ StartLimitIntervalSec=0
 
 [Service]
 EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
+# kind's kubelet configuration puts pods under cgroupRoot /kubelet, which the
+# kubelet wants to exist in every cgroup v1 hierarchy before it starts.
+ExecStartPre=/bin/sh -c 'for h in /sys/fs/cgroup/*/; do [ -e "$h/cgroup.procs" ] && mkdir -p "$h/kubelet.slice"; done; true'
 ExecStart=/usr/bin/kubelet --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf --config=/var/lib/kubelet/config.yaml --config-dir=` + kubeletDropIns + ` $KUBELET_KUBEADM_ARGS
 Restart=always
 RestartSec=1

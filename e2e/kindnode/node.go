@@ -48,6 +48,7 @@ func nodeLayer(in inputs, archives []string) (images.Spec, error) {
 	for _, u := range []string{"containerd.service", "gpuvc-images.service", "kubelet.service"} {
 		links = append(links, images.Symlink{Path: "/etc/systemd/system/multi-user.target.wants/" + u, Target: "/etc/systemd/system/" + u})
 	}
+	links = append(links, images.Symlink{Path: "/etc/systemd/system/default.target", Target: "/lib/systemd/system/multi-user.target"})
 	for _, u := range maskedUnits {
 		links = append(links, images.Symlink{Path: "/etc/systemd/system/" + u, Target: "/dev/null"})
 	}
