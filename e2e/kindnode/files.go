@@ -31,6 +31,20 @@ fi
 exec "$@"
 `
 
+// containerdShim answers kind's `containerd config dump` (kind v0.31 reads the
+// snapshotter from it before loading an image and knows config versions 2 and 3)
+// with containerd 2.4's dump relabelled version 3: version 4 keeps the field kind
+// reads where version 3 had it. It sits first on PATH; everything else goes to
+// containerd unchanged.
+const containerdShim = `#!/bin/sh
+if [ "$1" = config ] && [ "$2" = dump ]; then
+  shift 2
+  /usr/local/bin/containerd config dump "$@" | sed 's/^version = 4$/version = 3/'
+  exit
+fi
+exec /usr/local/bin/containerd "$@"
+`
+
 // containerdUnit runs containerd; Type=notify: it tells systemd when it serves.
 const containerdUnit = `[Unit]
 Description=containerd (gpuvc kind node)

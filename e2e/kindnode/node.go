@@ -32,6 +32,7 @@ func nodeLayer(in inputs, archives []string) (images.Spec, error) {
 		{Source: in.node.ContainerdShim, Path: "/usr/local/bin/containerd-shim-runc-v2", Mode: exe},
 		{Source: in.node.Ctr, Path: "/usr/local/bin/ctr", Mode: exe},
 		{Content: []byte(entrypoint), Path: "/usr/local/bin/entrypoint", Mode: exe},
+		{Content: []byte(containerdShim), Path: "/usr/local/sbin/containerd", Mode: exe},
 		{Content: []byte(containerdUnit), Path: "/etc/systemd/system/containerd.service"},
 		{Content: []byte(imagesUnit), Path: "/etc/systemd/system/gpuvc-images.service"},
 		{Content: []byte(kubeletUnit), Path: "/etc/systemd/system/kubelet.service"},
