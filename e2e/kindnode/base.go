@@ -41,10 +41,11 @@ var basePackages = []string{
 func CacheDir() string { return filepath.Join(localcluster.CacheDir(), "kind-node") }
 
 // ensureBase returns a tarball of the node's Debian root file system, made once
-// with mmdebstrap (~1.5 min) and cached under a key of suite, mirror and packages.
+// with mmdebstrap (~1.5 min) and cached under a key of suite, mirror and packages,
+// gzipped (mmdebstrap compresses by the name) so the node image copies it as is.
 func ensureBase(ctx context.Context, log io.Writer) (string, error) {
 	h := sha256.Sum256([]byte(debianSuite + "|" + debianMirror() + "|" + strings.Join(basePackages, ",")))
-	out := filepath.Join(CacheDir(), fmt.Sprintf("rootfs-%s-%s.tar", debianSuite, hex.EncodeToString(h[:])[:12]))
+	out := filepath.Join(CacheDir(), fmt.Sprintf("rootfs-%s-%s.tar.gz", debianSuite, hex.EncodeToString(h[:])[:12]))
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
 	}
@@ -54,7 +55,8 @@ func ensureBase(ctx context.Context, log io.Writer) (string, error) {
 	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
 		return "", err
 	}
-	tmp := out + ".partial"
+	// mmdebstrap picks the output format by the name's extension.
+	tmp := strings.TrimSuffix(out, ".tar.gz") + ".partial.tar.gz"
 	fmt.Fprintf(log, "kind node: making its Debian %s root file system with mmdebstrap into %s\n", debianSuite, out)
 	cmd := exec.CommandContext(ctx, "mmdebstrap", "--variant=minbase", "--mode=root",
 		"--include="+strings.Join(basePackages, ","), debianSuite, tmp, debianMirror())

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/e2e/kindnode"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/trial"
 )
@@ -66,7 +66,7 @@ func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 		Image:         images.GpuvcRef,
 		NodeImage:     os.Getenv(kindNodeImageEnv),
 		ImageArchives: tars,
-		Values:        kindValues(),
+		Values:        kindnode.OfflineValues(),
 		Log:           logWriter,
 	}}
 	defer func() {
@@ -80,18 +80,6 @@ func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	fmt.Fprintf(logWriter, "e2e: kind backend ready in %v (cluster %s, kubeconfig %s)\n",
 		time.Since(began).Round(time.Second), name, b.cluster.Kubeconfig)
 	return b, nil
-}
-
-// kindValues are the suite's chart values over the trial's: vCluster's chart
-// from inside the gpuvc image, and vClusters running the Kubernetes version whose
-// distro image is loaded (no chart repository or registry is needed).
-func kindValues() map[string]any {
-	return map[string]any{"vcluster": map[string]any{
-		"chart": map[string]any{"dir": vclusterChartInImage},
-		"values": map[string]any{"controlPlane": map[string]any{"distro": map[string]any{
-			"k8s": map[string]any{"image": map[string]any{"tag": localcluster.KubernetesVersion}},
-		}}},
-	}}
 }
 
 func (b *kindBackend) Name() string {
