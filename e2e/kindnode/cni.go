@@ -83,7 +83,11 @@ spec:
         app: gpuvc-kind-cni
     spec:
       hostNetwork: true
-      dnsPolicy: Default
+      # Docker's embedded DNS resolves the control plane's name in the node's
+      # network namespace, which this pod shares.
+      dnsPolicy: None
+      dnsConfig:
+        nameservers: [127.0.0.11]
       serviceAccountName: gpuvc-kind-cni
       priorityClassName: system-node-critical
       tolerations:

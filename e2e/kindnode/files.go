@@ -15,16 +15,28 @@ const (
 	debianRunc       = "/usr/sbin/runc"
 )
 
+// podResolvConf is the kubelet's resolvConf, written by the entrypoint.
+const podResolvConf = "/etc/kubernetes/pod-resolv.conf"
+
 // entrypoint prepares the container and hands over to systemd. kind waits for
 // "detected cgroup v1" (or systemd reaching multi-user) in the container log
 // before it runs anything in the node.
-const entrypoint = `#!/bin/bash
+var entrypoint = `#!/bin/bash
 # gpuvc's kind node: prepare the container, then boot systemd (the argument).
 set -euo pipefail
 # The kubelet mounts volumes with propagation; a shared root lets them through.
 mount --make-rshared /
 # Pods on other nodes are reached through this node's routes.
 sysctl -qw net.ipv4.ip_forward=1 || echo "cannot enable ip_forward" >&2
+# Pods with dnsPolicy Default (CoreDNS's upstream among them) get the kubelet's
+# resolvConf. Docker's embedded DNS (127.0.0.11) answers only in this container's
+# own network namespace, and a loopback nameserver makes CoreDNS forward to
+# itself (its loop plugin then stops it): pods get the node's other nameservers,
+# else its gateway.
+grep -v '^nameserver 127\.' /etc/resolv.conf > ` + podResolvConf + ` || true
+if ! grep -q '^nameserver' ` + podResolvConf + `; then
+  echo "nameserver $(ip route show default | awk '{print $3; exit}')" >> ` + podResolvConf + `
+fi
 if [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
   echo "detected cgroup v1"
 fi
@@ -110,10 +122,12 @@ WantedBy=multi-user.target
 `
 
 // kubeletDropIn: Kubernetes 1.35+ refuses cgroup v1 unless told otherwise, and
-// this project's machines have only cgroup v1. On cgroup v2 it changes nothing.
+// this project's machines have only cgroup v1 (on cgroup v2 it changes nothing);
+// pods' upstream DNS is the entrypoint's resolv.conf.
 const kubeletDropIn = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
+resolvConf: ` + podResolvConf + `
 `
 
 // containerdConfig is containerd's configuration (version 3) at its usual paths,
