@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -68,7 +69,22 @@ func Build(ctx context.Context, log io.Writer) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(log, "kind node: %s ready in %v\n", ref, time.Since(began).Round(time.Second))
+	removeOlder(ctx, ref)
 	return ref, nil
+}
+
+// removeOlder removes the engine's other node images built here (~800 MB each);
+// one a cluster still runs on stays (docker refuses).
+func removeOlder(ctx context.Context, keep string) {
+	out, err := exec.CommandContext(ctx, "docker", "images", Repository, "--format", "{{.Repository}}:{{.Tag}}").Output()
+	if err != nil {
+		return
+	}
+	for _, ref := range strings.Fields(string(out)) {
+		if ref != keep {
+			_ = exec.CommandContext(ctx, "docker", "rmi", ref).Run()
+		}
+	}
 }
 
 // ensureInputs builds (unless cached) every binary the node and its images carry.

@@ -15,27 +15,34 @@ const (
 	debianRunc       = "/usr/sbin/runc"
 )
 
-// podResolvConf is the kubelet's resolvConf, written by the entrypoint.
-const podResolvConf = "/etc/kubernetes/pod-resolv.conf"
-
 // entrypoint prepares the container and hands over to systemd. kind waits for
 // "detected cgroup v1" (or systemd reaching multi-user) in the container log
 // before it runs anything in the node.
-var entrypoint = `#!/bin/bash
+const entrypoint = `#!/bin/bash
 # gpuvc's kind node: prepare the container, then boot systemd (the argument).
 set -euo pipefail
 # The kubelet mounts volumes with propagation; a shared root lets them through.
 mount --make-rshared /
 # Pods on other nodes are reached through this node's routes.
 sysctl -qw net.ipv4.ip_forward=1 || echo "cannot enable ip_forward" >&2
-# Pods with dnsPolicy Default (CoreDNS's upstream among them) get the kubelet's
-# resolvConf. Docker's embedded DNS (127.0.0.11) answers only in this container's
-# own network namespace, and a loopback nameserver makes CoreDNS forward to
-# itself (its loop plugin then stops it): pods get the node's other nameservers,
-# else its gateway.
-grep -v '^nameserver 127\.' /etc/resolv.conf > ` + podResolvConf + ` || true
-if ! grep -q '^nameserver' ` + podResolvConf + `; then
-  echo "nameserver $(ip route show default | awk '{print $3; exit}')" >> ` + podResolvConf + `
+# Docker's embedded DNS (127.0.0.11, in /etc/resolv.conf) answers only in this
+# container's own network namespace: for pods it would be their own loopback
+# (CoreDNS would forward to itself and stop on its loop check). It is made to
+# answer on the node's address too, which then replaces it in resolv.conf, so
+# the node, host-network pods and CoreDNS's upstream all resolve node names.
+ip4=$(ip -4 -o addr show dev eth0 | awk '{split($4, a, "/"); print a[1]; exit}')
+nat=$(iptables-save -t nat)
+for proto in udp tcp; do
+  port=$(printf '%s\n' "$nat" | sed -n "s/^-A DOCKER_OUTPUT .*-p $proto .*--to-destination 127.0.0.11:\([0-9]*\).*/\1/p" | head -n1)
+  if [ -n "$ip4" ] && [ -n "$port" ]; then
+    iptables -t nat -A PREROUTING -d "$ip4" -p "$proto" --dport 53 -j DNAT --to-destination "127.0.0.11:$port"
+    iptables -t nat -A OUTPUT -d "$ip4" -p "$proto" --dport 53 -j DNAT --to-destination "127.0.0.11:$port"
+  fi
+done
+if [ -n "$ip4" ] && grep -q '^nameserver 127.0.0.11' /etc/resolv.conf; then
+  sysctl -qw net.ipv4.conf.all.route_localnet=1
+  sed "s/^nameserver 127.0.0.11/nameserver $ip4/" /etc/resolv.conf > /tmp/resolv.conf
+  cat /tmp/resolv.conf > /etc/resolv.conf
 fi
 if [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
   echo "detected cgroup v1"
@@ -122,12 +129,10 @@ WantedBy=multi-user.target
 `
 
 // kubeletDropIn: Kubernetes 1.35+ refuses cgroup v1 unless told otherwise, and
-// this project's machines have only cgroup v1 (on cgroup v2 it changes nothing);
-// pods' upstream DNS is the entrypoint's resolv.conf.
+// this project's machines have only cgroup v1. On cgroup v2 it changes nothing.
 const kubeletDropIn = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
-resolvConf: ` + podResolvConf + `
 `
 
 // containerdConfig is containerd's configuration (version 3) at its usual paths,
