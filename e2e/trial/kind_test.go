@@ -100,11 +100,13 @@ func TestKindTrialOffline(t *testing.T) {
 	}
 }
 
-// kindDown runs `gpuvc dev trial down` and checks that no container, anonymous
-// volume or network of kind is left.
+// kindDown runs `gpuvc dev trial down` and checks that no container or volume of
+// the trial's cluster is left, nor kind's network once no kind cluster remains.
 func kindDown(t *testing.T, gpuvc, dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	byTrial := "label=io.x-k8s.kind.cluster=" + kindTrialName
+	volumes, _, _ := run(ctx, "docker", "ps", "-a", "-q", "--filter", byTrial, "--format", `{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}`)
 	began := time.Now()
 	if _, errOut, err := run(ctx, gpuvc, "dev", "trial", "down", "--name", kindTrialName, "--dir", dir); err != nil {
 		t.Errorf("trial down: %v\n%s", err, errOut)
@@ -113,16 +115,17 @@ func kindDown(t *testing.T, gpuvc, dir string) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("down left %s (%v)", dir, err)
 	}
-	for what, args := range map[string][]string{
-		"containers": {"ps", "-a", "-q", "--filter", "label=io.x-k8s.kind.cluster=" + kindTrialName},
-		"volumes":    {"volume", "ls", "-q"},
-		"networks":   {"network", "ls", "-q", "--filter", "name=^kind$"},
-	} {
-		left, errOut, err := run(ctx, "docker", args...)
-		if err != nil {
-			t.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, errOut)
-		} else if strings.TrimSpace(left) != "" {
-			t.Errorf("down left %s: %s", what, strings.Fields(left))
+	if left, _, _ := run(ctx, "docker", "ps", "-a", "-q", "--filter", byTrial); strings.TrimSpace(left) != "" {
+		t.Errorf("down left containers %s", strings.Fields(left))
+	}
+	for _, v := range strings.Fields(volumes) {
+		if _, _, err := run(ctx, "docker", "volume", "inspect", v); err == nil {
+			t.Errorf("down left volume %s", v)
+		}
+	}
+	if others, _, _ := run(ctx, "docker", "ps", "-a", "-q", "--filter", "label=io.x-k8s.kind.cluster"); strings.TrimSpace(others) == "" {
+		if left, _, _ := run(ctx, "docker", "network", "ls", "-q", "--filter", "name=^kind$"); strings.TrimSpace(left) != "" {
+			t.Errorf("down left kind's network with no kind cluster left")
 		}
 	}
 }
