@@ -106,7 +106,7 @@ func kindDown(t *testing.T, gpuvc, dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	byTrial := "label=io.x-k8s.kind.cluster=" + kindTrialName
-	volumes, _, _ := run(ctx, "docker", "ps", "-a", "-q", "--filter", byTrial, "--format", `{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}`)
+	volumes, _, _ := run(ctx, "docker", "ps", "-a", "--filter", byTrial, "--format", `{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}`)
 	began := time.Now()
 	if _, errOut, err := run(ctx, gpuvc, "dev", "trial", "down", "--name", kindTrialName, "--dir", dir); err != nil {
 		t.Errorf("trial down: %v\n%s", err, errOut)
