@@ -106,7 +106,15 @@ func kindDown(t *testing.T, gpuvc, dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	byTrial := "label=io.x-k8s.kind.cluster=" + kindTrialName
-	volumes, _, _ := run(ctx, "docker", "ps", "-a", "--filter", byTrial, "--format", `{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}`)
+	// The nodes' anonymous volumes (kind mounts one on /var): docker ps lists
+	// each container's mounts by name, comma-separated, binds among them.
+	mounts, _, _ := run(ctx, "docker", "ps", "-a", "--filter", byTrial, "--format", "{{.Mounts}}")
+	var volumes []string
+	for _, m := range strings.FieldsFunc(mounts, func(r rune) bool { return r == ',' || r == '\n' }) {
+		if _, _, err := run(ctx, "docker", "volume", "inspect", m); err == nil {
+			volumes = append(volumes, m)
+		}
+	}
 	began := time.Now()
 	if _, errOut, err := run(ctx, gpuvc, "dev", "trial", "down", "--name", kindTrialName, "--dir", dir); err != nil {
 		t.Errorf("trial down: %v\n%s", err, errOut)
@@ -118,7 +126,7 @@ func kindDown(t *testing.T, gpuvc, dir string) {
 	if left, _, _ := run(ctx, "docker", "ps", "-a", "-q", "--filter", byTrial); strings.TrimSpace(left) != "" {
 		t.Errorf("down left containers %s", strings.Fields(left))
 	}
-	for _, v := range strings.Fields(volumes) {
+	for _, v := range volumes {
 		if _, _, err := run(ctx, "docker", "volume", "inspect", v); err == nil {
 			t.Errorf("down left volume %s", v)
 		}
