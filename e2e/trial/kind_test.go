@@ -108,7 +108,7 @@ func kindDown(t *testing.T, gpuvc, dir string) {
 	byTrial := "label=io.x-k8s.kind.cluster=" + kindTrialName
 	// The nodes' anonymous volumes (kind mounts one on /var): docker ps lists
 	// each container's mounts by name, comma-separated, binds among them.
-	mounts, _, _ := run(ctx, "docker", "ps", "-a", "--filter", byTrial, "--format", "{{.Mounts}}")
+	mounts, _, _ := run(ctx, "docker", "ps", "-a", "--no-trunc", "--filter", byTrial, "--format", "{{.Mounts}}")
 	var volumes []string
 	for _, m := range strings.FieldsFunc(mounts, func(r rune) bool { return r == ',' || r == '\n' }) {
 		if _, _, err := run(ctx, "docker", "volume", "inspect", m); err == nil {
