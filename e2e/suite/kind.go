@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuvc/gpuvc/e2e/kindnode"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/trial"
 )
@@ -56,6 +57,11 @@ func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
+	placeholder, err := images.Build(placeholderImage(), images.DefaultDir())
+	if err != nil {
+		return nil, err
+	}
+	tars = append(tars, placeholder)
 	dir, err := os.MkdirTemp("", "gpuvc-e2e-kind-")
 	if err != nil {
 		return nil, err
@@ -80,6 +86,17 @@ func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	fmt.Fprintf(logWriter, "e2e: kind backend ready in %v (cluster %s, kubeconfig %s)\n",
 		time.Since(began).Round(time.Second), name, b.cluster.Kubeconfig)
 	return b, nil
+}
+
+// placeholderImage is the image testobj's pods name (registry.invalid, never
+// pullable): on kind their GPU nodes are real kubelets, which must start them to
+// report them Running (the local backend's GPU nodes are kwok's). It is the
+// workload image, sleeping.
+func placeholderImage() images.Spec {
+	s := images.Workload("")
+	s.Ref = testobj.PlaceholderImage
+	s.Cmd = []string{"-c", "exec sleep 2147483647"}
+	return s
 }
 
 func (b *kindBackend) Name() string {
