@@ -21,6 +21,12 @@ const (
 const entrypoint = `#!/bin/bash
 # gpuvc's kind node: prepare the container, then boot systemd (the argument).
 set -euo pipefail
+# kind waits at most 30 s for this line (on cgroup v1) before it execs into the
+# node: first, so a loaded machine does not miss it. The rest is done long before
+# kind runs kubeadm.
+if [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
+  echo "detected cgroup v1"
+fi
 # The kubelet mounts volumes with propagation; a shared root lets them through.
 mount --make-rshared /
 # Pods on other nodes are reached through this node's routes.
@@ -43,9 +49,6 @@ if [ -n "$ip4" ] && grep -q '^nameserver 127.0.0.11' /etc/resolv.conf; then
   sysctl -qw net.ipv4.conf.all.route_localnet=1
   sed "s/^nameserver 127.0.0.11/nameserver $ip4/" /etc/resolv.conf > /tmp/resolv.conf
   cat /tmp/resolv.conf > /etc/resolv.conf
-fi
-if [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
-  echo "detected cgroup v1"
 fi
 exec "$@"
 `
