@@ -24,7 +24,7 @@ TEST_TIMEOUT ?= 40m
 
 IMAGE ?= ghcr.io/gpuvc/gpuvc:$(VERSION)
 
-.PHONY: help build image test test-unit e2e bench trial trial-down lint generate verify-generated binaries clean clean-cache
+.PHONY: help build image test test-unit e2e e2e-kind bench trial trial-down lint generate verify-generated binaries clean clean-cache
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -50,6 +50,9 @@ test-unit: ## Unit tests only (integration tests skip under -short)
 e2e: binaries ## End-to-end suites (local control plane; kind when a Docker engine answers)
 	$(GO) test -timeout $(TEST_TIMEOUT) -v $$($(GO) list ./e2e/... | grep -v '/e2e/trial$$')
 	GPUVC_REQUIRE_TRIAL=1 $(GO) test -timeout $(TEST_TIMEOUT) -v $(TRIAL_PKG)
+
+e2e-kind: binaries ## The e2e suite on kind without registry access: the harness's own Docker engine (private socket; Debian's docker.io installed if missing), kind's node image built offline (docs/trial.md)
+	TEST_TIMEOUT=$(TEST_TIMEOUT) bash .ci/e2e-kind
 
 # BENCH_SCALE=full runs the scale benchmark at 100 teams and 10,000 pods (longer
 # than the default's ~20 minutes on 2 cores).

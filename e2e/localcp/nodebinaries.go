@@ -91,6 +91,27 @@ func imageBuilds() []toolBuild {
 	}
 }
 
+// kindNodeBuilds are the builds only a kind node image adds to a real node's:
+// kubeadm, which kind runs in its nodes to bring the cluster up.
+func kindNodeBuilds() []toolBuild {
+	return []toolBuild{{
+		name:     "kubeadm",
+		version:  localcluster.KubernetesVersion,
+		packages: []string{"k8s.io/kubernetes/cmd/kubeadm"},
+		ldflags:  kubernetesLDFlags(),
+	}}
+}
+
+// EnsureKubeadm returns kubeadm (built like the other Kubernetes binaries, unless
+// cached), for kind's node image built offline.
+func EnsureKubeadm(ctx context.Context, log io.Writer) (string, error) {
+	dirs, err := ensureTools(ctx, kindNodeBuilds(), newProgress(log, len(kindNodeBuilds())))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dirs["kubeadm"], "kubeadm"), nil
+}
+
 // ensureTools builds (unless cached) each of builds in order and returns their cache
 // folders by name.
 func ensureTools(ctx context.Context, builds []toolBuild, pr *progress) (map[string]string, error) {

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/kind/pkg/apis/config/defaults"
 )
 
 // logWriter receives the backends' progress and build output.
@@ -42,19 +44,57 @@ func dockerAnswers() bool {
 	return exec.CommandContext(ctx, "docker", "info").Run() == nil
 }
 
+// dockerHasImage reports whether the Docker engine holds the image already.
+func dockerHasImage(ref string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return exec.CommandContext(ctx, "docker", "image", "inspect", ref).Run() == nil
+}
+
+// kindNodeImageEnv names the kind node image the kind backend creates its nodes
+// from (e.g. one built offline by `make kind-node-image`); unset, kind's own.
+const kindNodeImageEnv = "GPUVC_KIND_NODE_IMAGE"
+
+// kindNodeImage is the node image the kind backend would use.
+func kindNodeImage() string {
+	if ref := os.Getenv(kindNodeImageEnv); ref != "" {
+		return ref
+	}
+	return defaults.Image
+}
+
+// host is what the backend choice looks at, injectable for its unit test.
+type host struct {
+	env          func(string) string
+	dockerAnswer func() bool
+	hasImage     func(ref string) bool
+	nodeImage    string
+}
+
+func thisHost() host {
+	return host{env: os.Getenv, dockerAnswer: dockerAnswers, hasImage: dockerHasImage, nodeImage: kindNodeImage()}
+}
+
 // chooseBackend returns the backend GPUVC_E2E_BACKEND names — "kind", "local"
 // (local control plane with a real node where this machine allows one, else kwok
-// only) or "kwok" (local control plane, kwok nodes only) — and without it "kind"
-// when a Docker engine answers, else "local".
-func chooseBackend() string {
-	switch b := os.Getenv("GPUVC_E2E_BACKEND"); b {
+// only) or "kwok" (local control plane, kwok nodes only). Without it, "kind" when
+// a Docker engine answers and already holds the kind node image, else "local":
+// an engine that cannot pull (no registry access) must not fail the suite on a
+// pull, so a missing image is never pulled unless kind is asked for by name. why
+// says what decided, for the log.
+func chooseBackend(h host) (name, why string) {
+	switch b := h.env("GPUVC_E2E_BACKEND"); b {
 	case "kind", "kwok", "local":
-		return b
+		return b, "GPUVC_E2E_BACKEND=" + b
 	}
-	if dockerAnswers() {
-		return "kind"
+	if !h.dockerAnswer() {
+		return "local", "no Docker engine answers"
 	}
-	return "local"
+	if !h.hasImage(h.nodeImage) {
+		return "local", fmt.Sprintf("a Docker engine answers but holds no kind node image %s (build one offline with `make kind-node-image` "+
+			"and set %s to it, `docker pull` it, or set GPUVC_E2E_BACKEND=kind to let kind pull it)", h.nodeImage, kindNodeImageEnv)
+	}
+	return "kind", fmt.Sprintf("a Docker engine answers and holds the kind node image %s", h.nodeImage)
 }
 
 // waitForVClusterKubeconfig waits until the team's vCluster has exported its

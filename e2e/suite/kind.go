@@ -10,9 +10,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/gpuvc/gpuvc/e2e/kindnode"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/trial"
-	"github.com/gpuvc/gpuvc/vclusters/vclusterstest"
 )
 
 const (
@@ -36,11 +37,13 @@ type kindBackend struct {
 	owned bool
 }
 
-// startKind brings up the trial cluster through kind's Go library, with the
-// images the suite needs built in Go (no docker build) and loaded into the nodes:
-// the gpuvc image of the binary under test, carrying vCluster's chart as the real
-// node's image does, and the busybox workload. vCluster's own images are pulled
-// by the nodes from public registries.
+// startKind brings up the trial cluster through kind's Go library, with every
+// image the suite runs built in Go (no docker build, nothing pulled) and loaded
+// into the nodes — the real node's set (images.ForRealNode): the gpuvc image of
+// the binary under test carrying vCluster's chart, vCluster's syncer and
+// Kubernetes distro images, CoreDNS, pause and the busybox workload — on nodes of
+// the image GPUVC_KIND_NODE_IMAGE names (e.g. built offline by e2e/kindnode),
+// else kind's own.
 func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	name, reuse := os.LookupEnv(kindClusterEnv)
 	if !reuse || name == "" {
@@ -50,10 +53,15 @@ func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 		return nil, err
 	}
 	began := time.Now()
-	tars, err := kindImages(ctx, gpuvcBin)
+	tars, err := realImages(ctx, gpuvcBin)
 	if err != nil {
 		return nil, err
 	}
+	placeholder, err := images.Build(placeholderImage(), images.DefaultDir())
+	if err != nil {
+		return nil, err
+	}
+	tars = append(tars, placeholder)
 	dir, err := os.MkdirTemp("", "gpuvc-e2e-kind-")
 	if err != nil {
 		return nil, err
@@ -62,8 +70,9 @@ func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 		Name:          name,
 		Dir:           dir,
 		Image:         images.GpuvcRef,
+		NodeImage:     os.Getenv(kindNodeImageEnv),
 		ImageArchives: tars,
-		Values:        map[string]any{"vcluster": map[string]any{"chart": map[string]any{"dir": vclusterChartInImage}}},
+		Values:        kindnode.OfflineValues(),
 		Log:           logWriter,
 	}}
 	defer func() {
@@ -79,28 +88,15 @@ func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	return b, nil
 }
 
-// kindImages builds (once, cached by content) the gpuvc image with vCluster's
-// chart inside and the workload image, and returns their archives.
-func kindImages(ctx context.Context, gpuvcBin string) ([]string, error) {
-	chart, err := vclusterstest.ChartDir(ctx)
-	if err != nil {
-		return nil, err
-	}
-	gpuvc := images.Gpuvc(images.GpuvcRef, gpuvcBin)
-	chartFiles, err := images.FilesUnder(chart, vclusterChartInImage)
-	if err != nil {
-		return nil, err
-	}
-	gpuvc.Files = append(gpuvc.Files, chartFiles...)
-	var tars []string
-	for _, s := range []images.Spec{gpuvc, images.Workload("")} {
-		tar, err := images.Build(s, images.DefaultDir())
-		if err != nil {
-			return nil, fmt.Errorf("building image %s: %w", s.Ref, err)
-		}
-		tars = append(tars, tar)
-	}
-	return tars, nil
+// placeholderImage is the image testobj's pods name (registry.invalid, never
+// pullable): on kind their GPU nodes are real kubelets, which must start them to
+// report them Running (the local backend's GPU nodes are kwok's). It is the
+// workload image, sleeping.
+func placeholderImage() images.Spec {
+	s := images.Workload("")
+	s.Ref = testobj.PlaceholderImage
+	s.Cmd = []string{"-c", "exec sleep 2147483647"}
+	return s
 }
 
 func (b *kindBackend) Name() string {
@@ -111,8 +107,7 @@ func (b *kindBackend) Config() *rest.Config         { return b.cluster.Config }
 func (b *kindBackend) Client() kubernetes.Interface { return b.cluster.Client }
 func (b *kindBackend) RunsContainers() bool         { return true }
 
-// ExportKubeconfig waits for the team's vCluster to export its kubeconfig (the
-// first team on a fresh cluster waits for vCluster's images to be pulled).
+// ExportKubeconfig waits for the team's vCluster to export its kubeconfig.
 func (b *kindBackend) ExportKubeconfig(ctx context.Context, team string) error {
 	return waitForVClusterKubeconfig(ctx, b.cluster.Client, team, 5*time.Minute)
 }

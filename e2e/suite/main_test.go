@@ -40,14 +40,16 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	switch chooseBackend() {
+	choice, why := chooseBackend(thisHost())
+	switch choice {
 	case "kind":
-		fmt.Fprintln(os.Stderr, "e2e: kind backend (a Docker engine answers, or GPUVC_E2E_BACKEND=kind); GPUVC_E2E_BACKEND=local runs the local control plane instead")
+		fmt.Fprintf(os.Stderr, "e2e: kind backend (%s); GPUVC_E2E_BACKEND=local runs the local control plane instead\n", why)
 		backend, err = startKind(ctx, gpuvcBin)
 	case "kwok":
 		fmt.Fprintln(os.Stderr, "e2e: GPUVC_E2E_BACKEND=kwok: local control plane with kwok nodes only; checks that need running containers skip")
 		backend, err = startLocal(ctx, gpuvcBin)
 	default:
+		fmt.Fprintf(os.Stderr, "e2e: local backend (%s)\n", why)
 		if why := realNodeUnavailable(); why != "" {
 			fmt.Fprintf(os.Stderr, "e2e: no real node here (%s): local control plane with kwok nodes only; checks that need running containers skip\n", why)
 			backend, err = startLocal(ctx, gpuvcBin)

@@ -89,3 +89,35 @@ func dockerSave(ctx context.Context, image, dir string) (string, error) {
 	}
 	return f.Name(), nil
 }
+
+// kindNetwork is the Docker network kind creates for its nodes and keeps after
+// deleting a cluster.
+const kindNetwork = "kind"
+
+// removeKindNetwork removes kind's Docker network once no kind cluster is left
+// (kind itself keeps it), so that down leaves no network behind; with other
+// clusters, or none of kind's network, it does nothing.
+func removeKindNetwork(ctx context.Context, p interface{ List() ([]string, error) }, log *progress) error {
+	left, err := p.List()
+	if err != nil {
+		return fmt.Errorf("listing kind clusters: %w", err)
+	}
+	if len(left) > 0 {
+		log.printf("kind clusters %v remain: keeping Docker network %s", left, kindNetwork)
+		return nil
+	}
+	var out bytes.Buffer
+	inspect := exec.CommandContext(ctx, "docker", "network", "inspect", kindNetwork)
+	inspect.Stdout, inspect.Stderr = &out, &out
+	if inspect.Run() != nil {
+		return nil // no network: nothing to remove
+	}
+	out.Reset()
+	rm := exec.CommandContext(ctx, "docker", "network", "rm", kindNetwork)
+	rm.Stdout, rm.Stderr = &out, &out
+	if err := rm.Run(); err != nil {
+		return fmt.Errorf("docker network rm %s: %v: %s", kindNetwork, err, firstLine(out.String()))
+	}
+	log.printf("Docker network %s removed (no kind cluster left)", kindNetwork)
+	return nil
+}

@@ -180,6 +180,9 @@ func Down(ctx context.Context, opts Options) error {
 		}
 		log.printf("kind cluster %s deleted", opts.Name)
 	}
+	if err := removeKindNetwork(ctx, p, log); err != nil {
+		return err
+	}
 	return removeFiles(opts)
 }
 

@@ -11,6 +11,10 @@ import (
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
+// PlaceholderImage is the image of Pod's container: never pullable; a backend
+// whose nodes start containers loads an image of that name (e2e/suite's kind).
+const PlaceholderImage = "registry.invalid/gpuvc/workload:test"
+
 // PodWrapper builds a Pod.
 type PodWrapper struct{ corev1.Pod }
 
@@ -21,7 +25,7 @@ func Pod(name, namespace string) *PodWrapper {
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{
 				Name:      "main",
-				Image:     "registry.invalid/gpuvc/workload:test",
+				Image:     PlaceholderImage,
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{}, Requests: corev1.ResourceList{}},
 			}},
 		},

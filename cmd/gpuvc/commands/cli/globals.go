@@ -38,7 +38,17 @@ func (g *Globals) ClientConfig() clientcmd.ClientConfig {
 // RESTConfig returns the REST configuration for the host cluster. When none is
 // found it says which files it looked at and how to get one, instead of
 // client-go's advice about KUBERNETES_MASTER.
+//
+// In a pod, with neither --kubeconfig, $KUBECONFIG nor --context, the pod's
+// service account comes before ~/.kube/config (controller-runtime's order): the
+// agent runs as root without CAP_DAC_OVERRIDE in a nonroot image, where reading
+// the nonroot user's home is refused and would end the lookup with an error.
 func (g *Globals) RESTConfig() (*rest.Config, error) {
+	if g.Kubeconfig == "" && g.Context == "" && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
+		if cfg, err := rest.InClusterConfig(); err == nil {
+			return cfg, nil
+		}
+	}
 	cfg, err := g.ClientConfig().ClientConfig()
 	if err == nil {
 		return cfg, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuvc/gpuvc/charts/installer"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/version"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
@@ -37,13 +38,26 @@ type trialFlags struct {
 	workloadImage string
 	timeout       time.Duration
 	local         bool
+	// archives and values serve a kind trial without registry access: images
+	// loaded from archives, chart values such as vcluster.chart.dir.
+	archives []string
+	values   installer.ValueSources
 }
 
-func (f *trialFlags) options(streams cli.Streams, docker trial.DockerCheck) trial.Options {
-	return trial.Options{
+func (f *trialFlags) options(streams cli.Streams, docker trial.DockerCheck) (trial.Options, error) {
+	opts := trial.Options{
 		Name: f.name, Dir: f.dir, Image: f.image, NodeImage: f.nodeImage, WorkloadImage: f.workloadImage,
-		Timeout: f.timeout, Log: streams.ErrOut, Docker: docker,
+		ImageArchives: f.archives, Timeout: f.timeout, Log: streams.ErrOut, Docker: docker,
 	}
+	if len(f.values.Files) == 0 {
+		return opts, nil
+	}
+	vals, err := f.values.Merge()
+	if err != nil {
+		return opts, fmt.Errorf("--values: %w", err)
+	}
+	opts.Values = vals
+	return opts, nil
 }
 
 // newTrialCommand returns `gpuvc dev trial`; env.docker decides whether a Docker
@@ -90,7 +104,11 @@ func newTrialCommand(streams cli.Streams, env trialEnv) *cobra.Command {
 			if local {
 				up = trial.UpLocal
 			}
-			res, err := up(ctx, f.options(streams, docker))
+			opts, err := f.options(streams, docker)
+			if err != nil {
+				return err
+			}
+			res, err := up(ctx, opts)
 			if res != nil && len(res.Teams) > 0 && err == nil {
 				res.Print(streams.Out, selfName())
 			}
@@ -101,6 +119,8 @@ func newTrialCommand(streams cli.Streams, env trialEnv) *cobra.Command {
 	up.Flags().StringVar(&f.nodeImage, "node-image", "", "kind node image (default: kind's own for its release)")
 	up.Flags().StringVar(&f.workloadImage, "workload-image", trial.DefaultWorkloadImage, "image of the demo pods (needs sh and sleep)")
 	up.Flags().DurationVar(&f.timeout, "timeout", 10*time.Minute, "how long each wait may take (nodes, install, each team, each pod)")
+	up.Flags().StringArrayVarP(&f.values.Files, "values", "f", nil, "chart values merged over the trial's, from a YAML file (repeatable; later files win), e.g. vcluster.chart.dir where no chart repository is reachable")
+	up.Flags().StringArrayVar(&f.archives, "image-archive", nil, "docker-archive tarball loaded into every kind node instead of saving --image from the Docker engine (repeatable; one must hold --image), e.g. where nothing can be pulled")
 	up.Flags().BoolVar(&f.local, "local", false, "run the Docker-less trial (local control plane, real node; needs root) even where a Docker engine answers; --image is ignored, the image is built from this binary")
 	cmd.AddCommand(
 		up,
@@ -109,10 +129,14 @@ func newTrialCommand(streams cli.Streams, env trialEnv) *cobra.Command {
 			Short: "Remove the trial: the local cluster and real node (every process, mount, cgroup, bridge, rule and path), the kind cluster, the kubeconfigs up wrote (succeeds if there is none, like rm -f)",
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				if err := trial.DownLocal(cmd.Context(), f.options(streams, docker)); err != nil {
+				opts, err := f.options(streams, docker)
+				if err != nil {
 					return err
 				}
-				return trial.Down(cmd.Context(), f.options(streams, docker))
+				if err := trial.DownLocal(cmd.Context(), opts); err != nil {
+					return err
+				}
+				return trial.Down(cmd.Context(), opts)
 			},
 		},
 		&cobra.Command{

@@ -1,0 +1,125 @@
+package kindnode
+
+// cniManifest is the node image's /kind/manifests/default-cni.yaml, which kind
+// applies after `kubeadm init` (kind's own kindnetd image cannot be pulled here).
+// A DaemonSet on every node writes a bridge + host-local configuration for the
+// node's pod CIDR and routes every other node's pod CIDR via that node's
+// address, so pods reach each other across the kind network. It talks to the API
+// server at the address kind patches in (the marker line below asks kind to add
+// CONTROL_PLANE_ENDPOINT), since Service IPs need kube-proxy, which waits for
+// nothing but may not be up yet. It does not enforce NetworkPolicy.
+func cniManifest(toolsRef string) string {
+	return `# would you kindly patch this file (kind adds CONTROL_PLANE_ENDPOINT)
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: gpuvc-kind-cni
+  namespace: kube-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: gpuvc-kind-cni
+rules:
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get, list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: gpuvc-kind-cni
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: gpuvc-kind-cni
+subjects:
+- kind: ServiceAccount
+  name: gpuvc-kind-cni
+  namespace: kube-system
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: gpuvc-kind-cni
+  namespace: kube-system
+data:
+  run.sh: |
+    set -u
+    sa=/var/run/secrets/kubernetes.io/serviceaccount
+    k() { kubectl --server="https://${CONTROL_PLANE_ENDPOINT}" --token="$(cat $sa/token)" --certificate-authority=$sa/ca.crt "$@"; }
+    conf=/etc/cni/net.d/10-gpuvc-kind.conflist
+    while true; do
+      cidr=$(k get node "$NODE_NAME" -o 'jsonpath={.spec.podCIDR}' 2>/dev/null)
+      if [ -n "$cidr" ]; then
+        want='{"cniVersion":"1.0.0","name":"gpuvc-kind","plugins":[{"type":"bridge","bridge":"cni0","isGateway":true,"ipMasq":false,"hairpinMode":true,"ipam":{"type":"host-local","ranges":[[{"subnet":"'"$cidr"'"}]],"routes":[{"dst":"0.0.0.0/0"}]}},{"type":"portmap","capabilities":{"portMappings":true}}]}'
+        if [ "$(cat $conf 2>/dev/null)" != "$want" ]; then
+          printf '%s' "$want" > $conf.tmp && mv $conf.tmp $conf && echo "wrote $conf for $cidr"
+        fi
+        k get nodes -o 'jsonpath={range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}' |
+        while read -r name podcidr ip; do
+          if [ "$name" != "$NODE_NAME" ] && [ -n "$podcidr" ] && [ -n "$ip" ]; then
+            ip route replace "$podcidr" via "$ip" || echo "route $podcidr via $ip failed"
+          fi
+        done
+      fi
+      sleep 5
+    done
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: gpuvc-kind-cni
+  namespace: kube-system
+  labels:
+    app: gpuvc-kind-cni
+spec:
+  selector:
+    matchLabels:
+      app: gpuvc-kind-cni
+  template:
+    metadata:
+      labels:
+        app: gpuvc-kind-cni
+    spec:
+      hostNetwork: true
+      # Docker's embedded DNS resolves the control plane's name in the node's
+      # network namespace, which this pod shares.
+      dnsPolicy: None
+      dnsConfig:
+        nameservers: [127.0.0.11]
+      serviceAccountName: gpuvc-kind-cni
+      priorityClassName: system-node-critical
+      tolerations:
+      - operator: Exists
+      containers:
+      - name: cni
+        image: ` + toolsRef + `
+        imagePullPolicy: Never
+        command: [/bin/sh, /etc/gpuvc-kind-cni/run.sh]
+        env:
+        - name: NODE_NAME
+          valueFrom:
+            fieldRef:
+              fieldPath: spec.nodeName
+        securityContext:
+          privileged: true
+        resources:
+          requests:
+            cpu: 10m
+            memory: 20Mi
+        volumeMounts:
+        - name: cni-conf
+          mountPath: /etc/cni/net.d
+        - name: script
+          mountPath: /etc/gpuvc-kind-cni
+      volumes:
+      - name: cni-conf
+        hostPath:
+          path: /etc/cni/net.d
+          type: DirectoryOrCreate
+      - name: script
+        configMap:
+          name: gpuvc-kind-cni
+`
+}
