@@ -10,14 +10,14 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuvc/gpuvc/charts/crdinstall"
 )
 
 // loadCRDs reads Kueue's CRDs from configDir/crd/bases and points the conversion
@@ -92,42 +92,11 @@ func webhookConvertedCRDs(crdDir string) ([]string, error) {
 	return names, nil
 }
 
-// applyCRDs creates or replaces each CRD and waits until all are established.
+// applyCRDs creates or replaces each CRD, waits until all are established and
+// then until discovery lists them.
 func applyCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	cs, err := apiextensionsclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	api := cs.ApiextensionsV1().CustomResourceDefinitions()
-	for _, crd := range crds {
-		old, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			_, err = api.Create(ctx, crd, metav1.CreateOptions{})
-		case err == nil:
-			crd.ResourceVersion = old.ResourceVersion
-			_, err = api.Update(ctx, crd, metav1.UpdateOptions{})
-		}
-		if err != nil {
-			return fmt.Errorf("applying Kueue CRD %s: %w", crd.Name, err)
-		}
-	}
-	for _, crd := range crds {
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			got, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			for _, c := range got.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("waiting for Kueue CRD %s to be established: %w", crd.Name, err)
-		}
+	if err := crdinstall.Apply(ctx, cfg, crds); err != nil {
+		return fmt.Errorf("Kueue's CRDs: %w", err)
 	}
 	return waitDiscovery(ctx, cfg, crds)
 }
