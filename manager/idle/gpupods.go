@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,9 +21,9 @@ import (
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
-// Utilization says how busy the GPUs a pod holds are. The node agent's per-pod
-// GPU utilization implements it once it lands; the manager runs the GPU-pod
-// policy only when it is given one.
+// Utilization says how busy the GPUs a pod holds are. manager/agentmetrics
+// implements it from the node agents' metrics; the manager runs the GPU-pod
+// policy only when the agents' metrics are on (--agent-metrics-port).
 type Utilization interface {
 	// PodGPUUtilization is the pod's GPU utilization in percent (the busiest of
 	// its GPUs) at the last sample; known is false when nothing is known of the pod.
@@ -52,6 +53,11 @@ func NewGPUPodReaper(c client.Client, reader client.Reader, recorder events.Even
 	}
 	return &GPUPodReaper{client: c, reader: reader, recorder: recorder, util: util, clock: clk,
 		idleSince: map[types.UID]time.Time{}, acted: map[types.UID]bool{}}
+}
+
+// Run ticks every interval until ctx ends; the manager runs it on the leader.
+func (r *GPUPodReaper) Run(ctx context.Context, interval time.Duration) {
+	wait.UntilWithContext(ctx, r.Tick, interval)
 }
 
 // Tick looks at the GPU pods of every team with a GPU-pod idle policy once.
