@@ -99,7 +99,7 @@ func (r *GPUPodReaper) tickTeam(ctx context.Context, t *gpuvcv1.Team, seen map[t
 		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || !holdsGPU(p) {
 			continue
 		}
-		percent, known, err := r.util.PodGPUUtilization(ctx, p.Namespace, p.Name)
+		percent, known, err := r.utilizationOf(ctx, p)
 		if err != nil || !known {
 			continue // unknown is not idle
 		}
@@ -130,9 +130,27 @@ func (r *GPUPodReaper) tickTeam(ctx context.Context, t *gpuvcv1.Team, seen map[t
 	return nil
 }
 
+// utilizationOf asks for the pod's own GPUs, or for a share pod for the GPU its
+// reservation pod (LabelShareGroup, same namespace) holds: the whole GPU's
+// utilization bounds each share's, so an idle shared GPU means every share on
+// it is idle, while a busy one says nothing of a single share (none is idle).
+func (r *GPUPodReaper) utilizationOf(ctx context.Context, p *corev1.Pod) (float64, bool, error) {
+	name := p.Name
+	if p.Annotations[contract.AnnotationShareUnits] != "" {
+		if name = p.Labels[contract.LabelShareGroup]; name == "" {
+			return 0, false, nil // not bound to a reservation yet
+		}
+	}
+	return r.util.PodGPUUtilization(ctx, p.Namespace, name)
+}
+
 func (r *GPUPodReaper) act(ctx context.Context, p *corev1.Pod, policy *gpuvcv1.GPUPodIdle, idleFor time.Duration, percent float64) error {
-	msg := fmt.Sprintf("the pod's GPUs have been at or below %d%% utilization (now %.0f%%) for %v (team policy spec.idle.gpuPods.after %v)",
-		policy.MaxUtilizationPercent, percent, idleFor.Round(time.Second), policy.After.Duration)
+	what := "the pod's GPUs have"
+	if g := p.Labels[contract.LabelShareGroup]; p.Annotations[contract.AnnotationShareUnits] != "" && g != "" {
+		what = fmt.Sprintf("the shared GPU (held by reservation pod %s, for every share on it) has", g)
+	}
+	msg := fmt.Sprintf("%s been at or below %d%% utilization (now %.0f%%) for %v (team policy spec.idle.gpuPods.after %v)",
+		what, policy.MaxUtilizationPercent, percent, idleFor.Round(time.Second), policy.After.Duration)
 	if policy.Action != gpuvcv1.IdleActionEvict {
 		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, "GPUIdle", "Notify", "%s; it keeps running (action Notify)", msg)
 		return nil
