@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -65,8 +66,14 @@ func agentPodAt(ctx context.Context, t *testing.T, ns, ip string) {
 		},
 	}
 	require.NoError(t, c.Create(ctx, p))
-	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}
-	require.NoError(t, c.Status().Update(ctx, p))
+	// The scheduler writes the pod's status too (unschedulable): re-read on a conflict.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		p.Status.Phase, p.Status.PodIP, p.Status.PodIPs = corev1.PodRunning, ip, []corev1.PodIP{{IP: ip}}
+		return c.Status().Update(ctx, p)
+	}))
 }
 
 // TestIdleGPUPodsFromAgentMetrics: the path `gpuvc manager --agent-metrics-port`

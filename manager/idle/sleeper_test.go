@@ -28,6 +28,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/idle"
@@ -156,7 +157,11 @@ func TestSleepAndWake(t *testing.T) {
 	ctx := integration(t)
 	const team = "sleepy"
 	ns := gpuvcv1.HostNamespace(team)
-	const firstPort = 41000
+	// A port free now, not a fixed one: a fixed port in the ephemeral range was
+	// once taken by another process's connection, and the waker took the next.
+	free, err := localcluster.FreePorts(1)
+	require.NoError(t, err)
+	firstPort := free[0]
 	ca := newTestCA(t)
 	// The waker's first port is the one the team gets: its kubeconfig names it.
 	server := "https://127.0.0.1:" + strconv.Itoa(firstPort)
@@ -165,7 +170,7 @@ func TestSleepAndWake(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	s := idle.New(c, c, nil, idle.Options{
 		Clock: clk, Probe: 5 * time.Minute, WakerIP: "192.0.2.10", ListenHost: "127.0.0.1",
-		Ports: idle.PortRange{First: firstPort, Last: firstPort + 99},
+		Ports: idle.PortRange{First: int32(firstPort), Last: int32(firstPort) + 99},
 		// kwok runs no container: every control-plane address is the stand-in.
 		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, network, controlPlane)
