@@ -84,17 +84,28 @@ func BenchmarkVClusterMemory(b *testing.B) {
 	client := s.hostClient()
 	mean := map[string]float64{}
 	for _, v := range variants {
-		var total float64
+		var rss, ws float64
+		parts := map[string]float64{}
 		for _, team := range teams[v.Name] {
 			m := s.teamMemory(client, team)
-			total += float64(m.TotalRSS())
+			rss += mib(m.TotalRSS())
+			ws += mib(m.TotalWorkingSet())
+			for name, n := range m.RSS {
+				parts[component(name)] += mib(n)
+			}
 		}
-		mean[v.Name] = total / float64(len(teams[v.Name])) / (1 << 20)
-		b.ReportMetric(mean[v.Name], v.Name+"-MiB/team")
+		n := float64(len(teams[v.Name]))
+		mean[v.Name] = rss / n
+		b.ReportMetric(rss/n, v.Name+"-MiB/team")
+		b.ReportMetric(ws/n, v.Name+"-ws-MiB/team")
+		for c, sum := range parts {
+			b.ReportMetric(sum/n, v.Name+"-"+c+"-MiB/team")
+		}
 	}
 	for _, v := range variants[1:] {
 		b.ReportMetric(mean[v.Name]/mean["default"], v.Name+"/default")
 	}
+	b.ReportMetric(float64(perVariant), "teams/variant")
 	b.ReportMetric(time.Since(began).Seconds(), "run-s")
 	for range b.N { // one measurement: the setup is the benchmark
 	}
@@ -229,6 +240,24 @@ func perName(rss map[string]int64) string {
 		parts[i] = fmt.Sprintf("%s %.0f", n, mib(rss[n]))
 	}
 	return strings.Join(parts, ", ") + " MiB"
+}
+
+// component names the part of a team's control plane a process is, by its
+// name (/proc/<pid>/comm, cut at 15 bytes).
+func component(comm string) string {
+	switch comm {
+	case "vcluster":
+		return "syncer" // vCluster itself: the syncer and the supervisor of the others
+	case "kine":
+		return "kine" // the embedded SQLite datastore behind the API server
+	case "kube-apiserver":
+		return "apiserver"
+	case "kube-controller":
+		return "controller-manager"
+	case "coredns":
+		return "coredns"
+	}
+	return "other" // the pause containers, shells of the init containers
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
