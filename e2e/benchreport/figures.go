@@ -36,6 +36,7 @@ const (
 	pkgGPU   = "github.com/gpuvc/gpuvc/gpu/share"
 	pkgMIG   = "github.com/gpuvc/gpuvc/gpu/mig"
 	pkgAcct  = "github.com/gpuvc/gpuvc/manager/accounting"
+	pkgVCMem = "github.com/gpuvc/gpuvc/e2e/vcmem"
 )
 
 func r(pkg, bench, metric string) ref { return ref{pkg, bench, metric} }
@@ -54,6 +55,8 @@ var (
 	nsP50    = base(pkgScale, "BenchmarkScale", "ns-p50-ms", "plain namespace create, p50")
 	rssIdle  = base(pkgScale, "BenchmarkScale", "rss-idle-MiB", "idle manager, no team")
 	cpuIdle  = base(pkgScale, "BenchmarkScale", "cpu-idle-%", "idle manager, no team")
+	vcMem    = "BenchmarkVClusterMemory"
+	vcMemDef = base(pkgVCMem, vcMem, "default-MiB/team", "gpuvc's values, RSS per team")
 )
 
 func throughput(clients string) []figure {
@@ -126,6 +129,25 @@ var sections = []section{
 			{What: "CPU spent while the pods were created and scheduled", Ref: r(pkgScale, "BenchmarkScale", "cpu-s-pods"), Unit: "s"},
 			{What: "pods created per second (16 clients)", Ref: r(pkgScale, "BenchmarkScale", "pods-created/s"), Unit: "pods/s",
 				Versus: base(pkgBench, "BenchmarkManagerThroughput/clients=16", "on-pods/s", "one namespace, 16 clients, webhook on")},
+		}},
+	{Title: "vCluster control-plane memory per team (real node)", Note: "`gpuvc dev cluster up` with its real node, gpuvc installed, teams of each variant running at once, " +
+		"each checked by a pod created through its kubeconfig that runs on the node, then idle 90 s. RSS = Σ VmRSS of the processes in the team's control-plane pods " +
+		"(the vCluster pod and the CoreDNS pod it syncs), found by their memory cgroup; working set = Σ usage_in_bytes − total_inactive_file of their container cgroups (v1). " +
+		"Variants (e2e/vcmem/trim.go): `flags` = apiserver --watch-cache=false --enable-priority-and-fairness=false, controller-manager --leader-elect=false, no profiling; `gogc` = flags + GOGC=50.",
+		Figures: []figure{
+			{What: "teams per variant", Ref: r(pkgVCMem, vcMem, "teams/variant")},
+			{What: "RSS per team, gpuvc's values", Ref: r(pkgVCMem, vcMem, "default-MiB/team"), Unit: "MiB"},
+			{What: "… of which kube-apiserver", Ref: r(pkgVCMem, vcMem, "default-apiserver-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "… of which the syncer (vcluster)", Ref: r(pkgVCMem, vcMem, "default-syncer-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "… of which kube-controller-manager", Ref: r(pkgVCMem, vcMem, "default-controller-manager-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "… of which kine (SQLite)", Ref: r(pkgVCMem, vcMem, "default-kine-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "… of which CoreDNS", Ref: r(pkgVCMem, vcMem, "default-coredns-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "working set per team, gpuvc's values", Ref: r(pkgVCMem, vcMem, "default-ws-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "RSS per team, trimmed flags", Ref: r(pkgVCMem, vcMem, "flags-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "RSS per team, trimmed flags + GOGC=50", Ref: r(pkgVCMem, vcMem, "gogc-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "… of which kube-apiserver", Ref: r(pkgVCMem, vcMem, "gogc-apiserver-MiB/team"), Unit: "MiB",
+				Versus: base(pkgVCMem, vcMem, "default-apiserver-MiB/team", "kube-apiserver with gpuvc's values")},
+			{What: "benchmark run time (stack up, teams, checks, settle)", Ref: r(pkgVCMem, vcMem, "run-s"), Unit: "s"},
 		}},
 	{Title: "Accounting overhead (issue #16)", Note: "The accountant's own work per sample at 100 teams and 10,000 bound pods (whole, MIG, reservations, shares), " +
 		"a week of hourly buckets per team; its per-team pod list and ConfigMap patch cost API-server time, not this.",
