@@ -32,6 +32,9 @@ import (
 // sinking slowly: the figures are a snapshot, not a floor).
 const settle = 90 * time.Second
 
+// cpuWindow is how long the idle control planes' CPU time is counted.
+const cpuWindow = 60 * time.Second
+
 // BenchmarkVClusterMemory: memory of each team's vCluster control plane on the
 // real node, with gpuvc's values (variant default) and trimmed ones (trim.go),
 // teamsPerVariant teams each, all running at once.
@@ -82,28 +85,46 @@ func BenchmarkVClusterMemory(b *testing.B) {
 	time.Sleep(settle)
 
 	client := s.hostClient()
+	first := map[string]PodMemory{}
+	for _, v := range variants {
+		for _, team := range teams[v.Name] {
+			first[team] = s.teamMemory(client, team, true)
+		}
+	}
+	// CPU of the idle control planes over a window: what the trims cost.
+	start := time.Now()
+	time.Sleep(cpuWindow)
 	mean := map[string]float64{}
 	for _, v := range variants {
-		var rss, ws float64
+		var rss, anon, ws, cpu float64
 		parts := map[string]float64{}
 		for _, team := range teams[v.Name] {
-			m := s.teamMemory(client, team)
+			m := first[team]
 			rss += mib(m.TotalRSS())
+			anon += mib(m.TotalAnon())
 			ws += mib(m.TotalWorkingSet())
 			for name, n := range m.RSS {
 				parts[component(name)] += mib(n)
 			}
+			later := s.teamMemory(client, team, false)
+			cpu += float64(later.CPUTicks-m.CPUTicks) / 100 / time.Since(start).Seconds() * 100
 		}
 		n := float64(len(teams[v.Name]))
 		mean[v.Name] = rss / n
 		b.ReportMetric(rss/n, v.Name+"-MiB/team")
+		b.ReportMetric(anon/n, v.Name+"-anon-MiB/team")
 		b.ReportMetric(ws/n, v.Name+"-ws-MiB/team")
+		b.ReportMetric(cpu/n, v.Name+"-cpu-%/team")
 		for c, sum := range parts {
 			b.ReportMetric(sum/n, v.Name+"-"+c+"-MiB/team")
 		}
+		mean[v.Name+"-anon"] = anon / n
+		mean[v.Name+"-ws"] = ws / n
 	}
 	for _, v := range variants[1:] {
 		b.ReportMetric(mean[v.Name]/mean["default"], v.Name+"/default")
+		b.ReportMetric(mean[v.Name+"-anon"]/mean["default-anon"], v.Name+"-anon/default")
+		b.ReportMetric(mean[v.Name+"-ws"]/mean["default-ws"], v.Name+"-ws/default")
 	}
 	b.ReportMetric(float64(perVariant), "teams/variant")
 	b.ReportMetric(time.Since(began).Seconds(), "run-s")
@@ -199,14 +220,14 @@ spec:
 
 // teamMemory reads the memory of the team's control-plane pods (the vCluster
 // pod and the CoreDNS pod it syncs) on the node and logs it per process.
-func (s *stack) teamMemory(client kubernetes.Interface, team string) PodMemory {
+func (s *stack) teamMemory(client kubernetes.Interface, team string, log bool) PodMemory {
 	s.b.Helper()
 	ns := contract.TeamNamespacePrefix + team
 	pods, err := client.CoreV1().Pods(ns).List(s.ctx, metav1.ListOptions{})
 	if err != nil {
 		s.b.Fatal(err)
 	}
-	all := PodMemory{RSS: map[string]int64{}, WorkingSet: map[string]int64{}}
+	all := PodMemory{RSS: map[string]int64{}, Anon: map[string]int64{}, WorkingSet: map[string]int64{}}
 	var lines []string
 	for _, p := range pods.Items {
 		if strings.HasPrefix(p.Name, "memcheck-") || p.Status.Phase != corev1.PodRunning {
@@ -219,13 +240,20 @@ func (s *stack) teamMemory(client kubernetes.Interface, team string) PodMemory {
 		for name, v := range m.RSS {
 			all.RSS[name] += v
 		}
+		for name, v := range m.Anon {
+			all.Anon[name] += v
+		}
+		all.CPUTicks += m.CPUTicks
 		for c, v := range m.WorkingSet {
 			all.WorkingSet[p.Name+"/"+c] = v
 		}
-		lines = append(lines, fmt.Sprintf("%s: RSS %s, working set %.0f MiB", p.Name, perName(m.RSS), mib(m.TotalWorkingSet())))
+		lines = append(lines, fmt.Sprintf("%s: RSS %s; anonymous %s; working set %.0f MiB", p.Name, perName(m.RSS), perName(m.Anon), mib(m.TotalWorkingSet())))
 	}
 	sort.Strings(lines)
-	s.b.Logf("team %s: RSS %.0f MiB, working set %.0f MiB\n  %s", team, mib(all.TotalRSS()), mib(all.TotalWorkingSet()), strings.Join(lines, "\n  "))
+	if log {
+		s.b.Logf("team %s: RSS %.0f MiB, anonymous %.0f MiB, working set %.0f MiB\n  %s", team,
+			mib(all.TotalRSS()), mib(all.TotalAnon()), mib(all.TotalWorkingSet()), strings.Join(lines, "\n  "))
+	}
 	return all
 }
 

@@ -18,6 +18,11 @@ type PodMemory struct {
 	// RSS is the sum of VmRSS (resident anonymous + file + shared memory) per
 	// process name (/proc/<pid>/comm, at most 15 bytes: "kube-controller").
 	RSS map[string]int64
+	// Anon is the sum of RssAnon per process name: private memory only, without
+	// the mapped binaries whose pages every team running the same image shares.
+	Anon map[string]int64
+	// CPUTicks is utime+stime of the processes, in clock ticks (1/100 s).
+	CPUTicks int64
 	// WorkingSet is per container cgroup (its id's first 12 characters) what the
 	// kubelet reports as the working set: memory.usage_in_bytes minus
 	// total_inactive_file of memory.stat (cgroup v1).
@@ -26,6 +31,9 @@ type PodMemory struct {
 
 // TotalRSS is the sum of RSS over the pod's processes.
 func (m PodMemory) TotalRSS() int64 { return sum(m.RSS) }
+
+// TotalAnon is the sum of Anon over the pod's processes.
+func (m PodMemory) TotalAnon() int64 { return sum(m.Anon) }
 
 // TotalWorkingSet is the sum of the containers' working sets.
 func (m PodMemory) TotalWorkingSet() int64 { return sum(m.WorkingSet) }
@@ -44,7 +52,7 @@ func sum(m map[string]int64) int64 {
 // process found is an error: the pod does not run on this machine.
 func ReadPodMemory(uid string) (PodMemory, error) {
 	keys := []string{"pod" + uid, "pod" + strings.ReplaceAll(uid, "-", "_")}
-	m := PodMemory{RSS: map[string]int64{}, WorkingSet: map[string]int64{}}
+	m := PodMemory{RSS: map[string]int64{}, Anon: map[string]int64{}, WorkingSet: map[string]int64{}}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return m, err
@@ -67,8 +75,12 @@ func ReadPodMemory(uid string) (PodMemory, error) {
 		if err != nil {
 			continue
 		}
-		rss, name := statusRSS(string(status))
+		rss, anon, name := statusRSS(string(status))
 		m.RSS[name] += rss
+		m.Anon[name] += anon
+		if stat, err := os.ReadFile(filepath.Join(dir, "stat")); err == nil {
+			m.CPUTicks += statCPU(string(stat))
+		}
 		found++
 		container := filepath.Base(path)
 		if _, seen := m.WorkingSet[short(container)]; !seen {
@@ -102,9 +114,9 @@ func memoryCgroup(procCgroup string) string {
 	return ""
 }
 
-// statusRSS reads VmRSS (in bytes) and Name from a /proc/<pid>/status file.
-// Kernel threads have no VmRSS: 0.
-func statusRSS(status string) (rss int64, name string) {
+// statusRSS reads VmRSS and RssAnon (in bytes) and Name from a
+// /proc/<pid>/status file. Kernel threads have neither: 0.
+func statusRSS(status string) (rss, anon int64, name string) {
 	sc := bufio.NewScanner(strings.NewReader(status))
 	for sc.Scan() {
 		key, value, ok := strings.Cut(sc.Text(), ":")
@@ -116,11 +128,33 @@ func statusRSS(status string) (rss int64, name string) {
 		case "Name":
 			name = value
 		case "VmRSS":
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(value, " kB"), 10, 64)
-			rss = kb * 1024
+			rss = kiB(value)
+		case "RssAnon":
+			anon = kiB(value)
 		}
 	}
-	return rss, name
+	return rss, anon, name
+}
+
+func kiB(value string) int64 {
+	kb, _ := strconv.ParseInt(strings.TrimSuffix(value, " kB"), 10, 64)
+	return kb * 1024
+}
+
+// statCPU is utime+stime (fields 14 and 15) of a /proc/<pid>/stat line; the
+// command name (field 2) may hold spaces, so fields are counted after its ')'.
+func statCPU(stat string) int64 {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(stat[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime
 }
 
 // workingSet is usage_in_bytes − total_inactive_file of a v1 memory cgroup.

@@ -17,11 +17,11 @@ func TestMemoryCgroup(t *testing.T) {
 }
 
 func TestStatusRSS(t *testing.T) {
-	rss, name := statusRSS("Name:\tkube-apiserver\nUmask:\t0022\nVmRSS:\t  204800 kB\nThreads:\t9\n")
-	if rss != 200<<20 || name != "kube-apiserver" {
-		t.Errorf("statusRSS = %d, %q; want %d, kube-apiserver", rss, name, 200<<20)
+	rss, anon, name := statusRSS("Name:\tkube-apiserver\nUmask:\t0022\nVmRSS:\t  204800 kB\nRssAnon:\t  102400 kB\nThreads:\t9\n")
+	if rss != 200<<20 || anon != 100<<20 || name != "kube-apiserver" {
+		t.Errorf("statusRSS = %d, %d, %q; want %d, %d, kube-apiserver", rss, anon, name, 200<<20, 100<<20)
 	}
-	if rss, _ := statusRSS("Name:\tkthreadd\n"); rss != 0 {
+	if rss, _, _ := statusRSS("Name:\tkthreadd\n"); rss != 0 {
 		t.Errorf("a kernel thread has no VmRSS: got %d", rss)
 	}
 }
@@ -47,5 +47,12 @@ func TestWorkingSet(t *testing.T) {
 func TestReadPodMemoryOfNoPod(t *testing.T) {
 	if _, err := ReadPodMemory("00000000-0000-0000-0000-000000000000"); err == nil {
 		t.Error("a pod that does not run here: want an error")
+	}
+}
+
+func TestStatCPU(t *testing.T) {
+	line := "42 (kube controller) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0 1000 0 0"
+	if got := statCPU(line); got != 325 {
+		t.Errorf("statCPU = %d, want 250+75", got)
 	}
 }

@@ -48,4 +48,5 @@ var variants = []variant{
 	{Name: "default"},
 	{Name: "flags", Values: distroK8s(trimmedFlags)},
 	{Name: "gogc", Values: distroK8s(withGOGC(trimmedFlags, "50"))},
+	{Name: "gogc25", Values: distroK8s(withGOGC(trimmedFlags, "25"))},
 }
