@@ -57,6 +57,8 @@ var (
 	cpuIdle  = base(pkgScale, "BenchmarkScale", "cpu-idle-%", "idle manager, no team")
 	vcMem    = "BenchmarkVClusterMemory"
 	vcMemDef = base(pkgVCMem, vcMem, "default-MiB/team", "gpuvc's values, RSS per team")
+	vcMemWS  = base(pkgVCMem, vcMem, "default-ws-MiB/team", "gpuvc's values, working set per team")
+	vcMemCPU = base(pkgVCMem, vcMem, "default-cpu-%/team", "gpuvc's values, idle CPU per team")
 )
 
 func throughput(clients string) []figure {
@@ -131,9 +133,11 @@ var sections = []section{
 				Versus: base(pkgBench, "BenchmarkManagerThroughput/clients=16", "on-pods/s", "one namespace, 16 clients, webhook on")},
 		}},
 	{Title: "vCluster control-plane memory per team (real node)", Note: "`gpuvc dev cluster up` with its real node, gpuvc installed, teams of each variant running at once, " +
-		"each checked by a pod created through its kubeconfig that runs on the node, then idle 90 s. RSS = Σ VmRSS of the processes in the team's control-plane pods " +
-		"(the vCluster pod and the CoreDNS pod it syncs), found by their memory cgroup; working set = Σ usage_in_bytes − total_inactive_file of their container cgroups (v1). " +
-		"Variants (e2e/vcmem/trim.go): `flags` = apiserver --watch-cache=false --enable-priority-and-fairness=false, controller-manager --leader-elect=false, no profiling; `gogc` = flags + GOGC=50.",
+		"each checked by a pod created through its kubeconfig that runs on the node, then idle 90 s. Per team: the vCluster pod and the CoreDNS pod it syncs, " +
+		"their processes found by memory cgroup. RSS = Σ VmRSS (counts the mapped binaries, which teams on one node share); anonymous = Σ RssAnon (private to the team); " +
+		"working set = Σ usage_in_bytes − total_inactive_file of the container cgroups (v1, what the kubelet evicts by); CPU over the next 60 s, % of one core. " +
+		"Variants (e2e/vcmem/trim.go): `flags` = apiserver --watch-cache=false --enable-priority-and-fairness=false, controller-manager --leader-elect=false, no profiling; " +
+		"`gogc`, `gogc25` = flags + GOGC=50, 25.",
 		Figures: []figure{
 			{What: "teams per variant", Ref: r(pkgVCMem, vcMem, "teams/variant")},
 			{What: "RSS per team, gpuvc's values", Ref: r(pkgVCMem, vcMem, "default-MiB/team"), Unit: "MiB"},
@@ -142,11 +146,16 @@ var sections = []section{
 			{What: "… of which kube-controller-manager", Ref: r(pkgVCMem, vcMem, "default-controller-manager-MiB/team"), Unit: "MiB", Versus: vcMemDef},
 			{What: "… of which kine (SQLite)", Ref: r(pkgVCMem, vcMem, "default-kine-MiB/team"), Unit: "MiB", Versus: vcMemDef},
 			{What: "… of which CoreDNS", Ref: r(pkgVCMem, vcMem, "default-coredns-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "anonymous memory per team, gpuvc's values", Ref: r(pkgVCMem, vcMem, "default-anon-MiB/team"), Unit: "MiB", Versus: vcMemDef},
 			{What: "working set per team, gpuvc's values", Ref: r(pkgVCMem, vcMem, "default-ws-MiB/team"), Unit: "MiB", Versus: vcMemDef},
-			{What: "RSS per team, trimmed flags", Ref: r(pkgVCMem, vcMem, "flags-MiB/team"), Unit: "MiB", Versus: vcMemDef},
-			{What: "RSS per team, trimmed flags + GOGC=50", Ref: r(pkgVCMem, vcMem, "gogc-MiB/team"), Unit: "MiB", Versus: vcMemDef},
-			{What: "… of which kube-apiserver", Ref: r(pkgVCMem, vcMem, "gogc-apiserver-MiB/team"), Unit: "MiB",
-				Versus: base(pkgVCMem, vcMem, "default-apiserver-MiB/team", "kube-apiserver with gpuvc's values")},
+			{What: "idle CPU per team, gpuvc's values", Ref: r(pkgVCMem, vcMem, "default-cpu-%/team"), Unit: "%"},
+			{What: "working set per team, trimmed flags", Ref: r(pkgVCMem, vcMem, "flags-ws-MiB/team"), Unit: "MiB", Versus: vcMemWS},
+			{What: "working set per team, flags + GOGC=50", Ref: r(pkgVCMem, vcMem, "gogc-ws-MiB/team"), Unit: "MiB", Versus: vcMemWS},
+			{What: "working set per team, flags + GOGC=25", Ref: r(pkgVCMem, vcMem, "gogc25-ws-MiB/team"), Unit: "MiB", Versus: vcMemWS},
+			{What: "anonymous memory per team, flags + GOGC=50", Ref: r(pkgVCMem, vcMem, "gogc-anon-MiB/team"), Unit: "MiB",
+				Versus: base(pkgVCMem, vcMem, "default-anon-MiB/team", "gpuvc's values, anonymous per team")},
+			{What: "idle CPU per team, flags + GOGC=50", Ref: r(pkgVCMem, vcMem, "gogc-cpu-%/team"), Unit: "%", Versus: vcMemCPU},
+			{What: "idle CPU per team, flags + GOGC=25", Ref: r(pkgVCMem, vcMem, "gogc25-cpu-%/team"), Unit: "%", Versus: vcMemCPU},
 			{What: "benchmark run time (stack up, teams, checks, settle)", Ref: r(pkgVCMem, vcMem, "run-s"), Unit: "s"},
 		}},
 	{Title: "Accounting overhead (issue #16)", Note: "The accountant's own work per sample at 100 teams and 10,000 bound pods (whole, MIG, reservations, shares), " +
