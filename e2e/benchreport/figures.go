@@ -36,6 +36,7 @@ const (
 	pkgGPU   = "github.com/gpuvc/gpuvc/gpu/share"
 	pkgMIG   = "github.com/gpuvc/gpuvc/gpu/mig"
 	pkgAcct  = "github.com/gpuvc/gpuvc/manager/accounting"
+	pkgVCMem = "github.com/gpuvc/gpuvc/e2e/vcmem"
 )
 
 func r(pkg, bench, metric string) ref { return ref{pkg, bench, metric} }
@@ -54,6 +55,10 @@ var (
 	nsP50    = base(pkgScale, "BenchmarkScale", "ns-p50-ms", "plain namespace create, p50")
 	rssIdle  = base(pkgScale, "BenchmarkScale", "rss-idle-MiB", "idle manager, no team")
 	cpuIdle  = base(pkgScale, "BenchmarkScale", "cpu-idle-%", "idle manager, no team")
+	vcMem    = "BenchmarkVClusterMemory"
+	vcMemDef = base(pkgVCMem, vcMem, "default-MiB/team", "gpuvc's values, RSS per team")
+	vcMemWS  = base(pkgVCMem, vcMem, "default-ws-MiB/team", "gpuvc's values, working set per team")
+	vcMemCPU = base(pkgVCMem, vcMem, "default-cpu-%/team", "gpuvc's values, idle CPU per team")
 )
 
 func throughput(clients string) []figure {
@@ -126,6 +131,32 @@ var sections = []section{
 			{What: "CPU spent while the pods were created and scheduled", Ref: r(pkgScale, "BenchmarkScale", "cpu-s-pods"), Unit: "s"},
 			{What: "pods created per second (16 clients)", Ref: r(pkgScale, "BenchmarkScale", "pods-created/s"), Unit: "pods/s",
 				Versus: base(pkgBench, "BenchmarkManagerThroughput/clients=16", "on-pods/s", "one namespace, 16 clients, webhook on")},
+		}},
+	{Title: "vCluster control-plane memory per team (real node)", Note: "`gpuvc dev cluster up` with its real node, gpuvc installed, teams of each variant running at once, " +
+		"each checked by a pod created through its kubeconfig that runs on the node, then idle 90 s. Per team: the vCluster pod and the CoreDNS pod it syncs, " +
+		"their processes found by memory cgroup. RSS = Σ VmRSS (counts the mapped binaries, which teams on one node share); anonymous = Σ RssAnon (private to the team); " +
+		"working set = Σ usage_in_bytes − total_inactive_file of the container cgroups (v1, what the kubelet evicts by); CPU over the next 60 s, % of one core. " +
+		"Variants (e2e/vcmem/trim.go): `flags` = apiserver --watch-cache=false --enable-priority-and-fairness=false, controller-manager --leader-elect=false, no profiling; " +
+		"`gogc`, `gogc25` = flags + GOGC=50, 25.",
+		Figures: []figure{
+			{What: "teams per variant", Ref: r(pkgVCMem, vcMem, "teams/variant")},
+			{What: "RSS per team, gpuvc's values", Ref: r(pkgVCMem, vcMem, "default-MiB/team"), Unit: "MiB"},
+			{What: "… of which kube-apiserver", Ref: r(pkgVCMem, vcMem, "default-apiserver-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "… of which the syncer (vcluster)", Ref: r(pkgVCMem, vcMem, "default-syncer-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "… of which kube-controller-manager", Ref: r(pkgVCMem, vcMem, "default-controller-manager-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "… of which kine (SQLite)", Ref: r(pkgVCMem, vcMem, "default-kine-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "… of which CoreDNS", Ref: r(pkgVCMem, vcMem, "default-coredns-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "anonymous memory per team, gpuvc's values", Ref: r(pkgVCMem, vcMem, "default-anon-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "working set per team, gpuvc's values", Ref: r(pkgVCMem, vcMem, "default-ws-MiB/team"), Unit: "MiB", Versus: vcMemDef},
+			{What: "idle CPU per team, gpuvc's values", Ref: r(pkgVCMem, vcMem, "default-cpu-%/team"), Unit: "%"},
+			{What: "working set per team, trimmed flags", Ref: r(pkgVCMem, vcMem, "flags-ws-MiB/team"), Unit: "MiB", Versus: vcMemWS},
+			{What: "working set per team, flags + GOGC=50", Ref: r(pkgVCMem, vcMem, "gogc-ws-MiB/team"), Unit: "MiB", Versus: vcMemWS},
+			{What: "working set per team, flags + GOGC=25", Ref: r(pkgVCMem, vcMem, "gogc25-ws-MiB/team"), Unit: "MiB", Versus: vcMemWS},
+			{What: "anonymous memory per team, flags + GOGC=50", Ref: r(pkgVCMem, vcMem, "gogc-anon-MiB/team"), Unit: "MiB",
+				Versus: base(pkgVCMem, vcMem, "default-anon-MiB/team", "gpuvc's values, anonymous per team")},
+			{What: "idle CPU per team, flags + GOGC=50", Ref: r(pkgVCMem, vcMem, "gogc-cpu-%/team"), Unit: "%", Versus: vcMemCPU},
+			{What: "idle CPU per team, flags + GOGC=25", Ref: r(pkgVCMem, vcMem, "gogc25-cpu-%/team"), Unit: "%", Versus: vcMemCPU},
+			{What: "benchmark run time (stack up, teams, checks, settle)", Ref: r(pkgVCMem, vcMem, "run-s"), Unit: "s"},
 		}},
 	{Title: "Accounting overhead (issue #16)", Note: "The accountant's own work per sample at 100 teams and 10,000 bound pods (whole, MIG, reservations, shares), " +
 		"a week of hourly buckets per team; its per-team pod list and ConfigMap patch cost API-server time, not this.",
