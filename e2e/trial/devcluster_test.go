@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
 )
 
 // TestDevClusterWithRealNode: as root `gpuvc dev cluster up` starts the real
@@ -19,9 +22,9 @@ func TestDevClusterWithRealNode(t *testing.T) {
 	}
 	ctx, gpuvc := prepare(t)
 	dir := filepath.Join(t.TempDir(), "cluster")
-	out, errOut, err := run(ctx, gpuvc, "dev", "cluster", "up", "--dir", dir)
+	out, errOut, err := gpuvcbin.Run(ctx, gpuvc, "dev", "cluster", "up", "--dir", dir)
 	t.Cleanup(func() {
-		if _, errOut, err := run(ctx, gpuvc, "dev", "cluster", "down", "--dir", dir); err != nil {
+		if _, errOut, err := gpuvcbin.Run(ctx, gpuvc, "dev", "cluster", "down", "--dir", dir); err != nil {
 			t.Errorf("dev cluster down: %v\n%s", err, errOut)
 		}
 		nothingLeft(t, ctx, dir)
@@ -35,7 +38,7 @@ func TestDevClusterWithRealNode(t *testing.T) {
 	kubeconfig := strings.TrimSpace(strings.TrimPrefix(out, "export KUBECONFIG="))
 	host := func(args ...string) string {
 		t.Helper()
-		out, errOut, err := run(ctx, gpuvc, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		out, errOut, err := gpuvcbin.Run(ctx, gpuvc, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 		if err != nil {
 			t.Fatalf("gpuvc %v: %v\n%s\n%s", args, err, out, errOut)
 		}
@@ -45,7 +48,7 @@ func TestDevClusterWithRealNode(t *testing.T) {
 	host("team", "create", "demo", "--pool", "system", "--gpus", "1", "--wait", "--timeout", "5m")
 	teamFile := filepath.Join(t.TempDir(), "demo.kubeconfig")
 	host("team", "kubeconfig", "demo", "-f", teamFile)
-	got, errOut, err := run(ctx, kubectlPath(t), "--kubeconfig", teamFile, "get", "namespaces", "--no-headers")
+	got, errOut, err := gpuvcbin.Run(ctx, localcp.Kubectl(t), "--kubeconfig", teamFile, "get", "namespaces", "--no-headers")
 	if err != nil || !strings.Contains(got, "kube-system") {
 		t.Errorf("the team kubeconfig does not work: %v\n%s%s", err, got, errOut)
 	}

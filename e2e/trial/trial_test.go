@@ -8,13 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
 )
 
 // TestDockerlessTrial runs `make trial`'s Docker-less path and checks what a new
@@ -31,7 +30,7 @@ func TestDockerlessTrial(t *testing.T) {
 	ctx, gpuvc := prepare(t)
 	dir := filepath.Join(t.TempDir(), "trial")
 
-	out, errOut, err := run(ctx, gpuvc, "dev", "trial", "up", "--local", "--dir", dir, "--timeout", "5m")
+	out, errOut, err := gpuvcbin.Run(ctx, gpuvc, "dev", "trial", "up", "--local", "--dir", dir, "--timeout", "5m")
 	t.Cleanup(func() { down(t, gpuvc, dir) })
 	if err != nil {
 		t.Fatalf("trial up: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
@@ -54,13 +53,13 @@ func TestDockerlessTrial(t *testing.T) {
 		}
 	}
 
-	kubectl := kubectlPath(t)
+	kubectl := localcp.Kubectl(t)
 	for team, pods := range map[string][]string{"vision": {"train", "notebook", "half"}, "llm": {"train", "half"}} {
 		file := filepath.Join(dir, team+".kubeconfig")
 		if !strings.Contains(out, "already written to "+file) {
 			t.Errorf("report does not point at %s", file)
 		}
-		got, errOut, err := run(ctx, kubectl, "--kubeconfig", file, "get", "pods", "-A", "--no-headers")
+		got, errOut, err := gpuvcbin.Run(ctx, kubectl, "--kubeconfig", file, "get", "pods", "-A", "--no-headers")
 		if err != nil {
 			t.Errorf("kubectl --kubeconfig %s get pods -A: %v\n%s", file, err, errOut)
 			continue
@@ -91,14 +90,14 @@ func prepare(t *testing.T) (context.Context, string) {
 	if err := localcp.EnsureAll(ctx, os.Stderr); err != nil {
 		t.Fatal(err)
 	}
-	return ctx, buildGpuvc(t, ctx)
+	return ctx, gpuvcbin.BuildForTest(t, ctx)
 }
 
 // down runs `gpuvc dev trial down` and checks that nothing is left.
 func down(t *testing.T, gpuvc, dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, errOut, err := run(ctx, gpuvc, "dev", "trial", "down", "--dir", dir); err != nil {
+	if _, errOut, err := gpuvcbin.Run(ctx, gpuvc, "dev", "trial", "down", "--dir", dir); err != nil {
 		t.Errorf("trial down: %v\n%s", err, errOut)
 	}
 	nothingLeft(t, ctx, dir)
@@ -139,39 +138,4 @@ func processesMentioning(s string) []string {
 		}
 	}
 	return out
-}
-
-func run(ctx context.Context, bin string, args ...string) (string, string, error) {
-	var out, errOut bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
-}
-
-// buildGpuvc builds the gpuvc binary as `make build` does.
-func buildGpuvc(t *testing.T, ctx context.Context) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	out := filepath.Join(t.TempDir(), "gpuvc")
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", out, "./cmd/gpuvc")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building gpuvc: %v\n%s", err, b)
-	}
-	return out
-}
-
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	m, err := localcluster.LoadManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := m.ControlPlane()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b.Kubectl
 }
