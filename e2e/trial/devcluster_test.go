@@ -1,7 +1,6 @@
 package trial
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,13 +13,7 @@ import (
 // node by default, so gpuvc installed with the values file it writes makes a
 // team Ready with a kubeconfig that works; down leaves nothing.
 func TestDevClusterWithRealNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end to end: starts a control plane and a real node (minutes)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the real node needs root; without root `gpuvc dev cluster up` runs kwok nodes only (tested in cmd/gpuvc/commands/dev)")
-	}
-	ctx, gpuvc := prepare(t)
+	ctx, gpuvc := prepare(t, "the real node needs root; without root `gpuvc dev cluster up` runs kwok nodes only (tested in cmd/gpuvc/commands/dev)")
 	dir := filepath.Join(t.TempDir(), "cluster")
 	out, errOut, err := gpuvcbin.Run(ctx, gpuvc, "dev", "cluster", "up", "--dir", dir)
 	t.Cleanup(func() {

@@ -85,20 +85,7 @@ func TestKindTrialOffline(t *testing.T) {
 			t.Errorf("report lacks a row matching %s", row)
 		}
 	}
-	kubectl := localcp.Kubectl(t)
-	for team, pods := range map[string][]string{"vision": {"train", "notebook", "half"}, "llm": {"train", "half"}} {
-		file := filepath.Join(dir, team+".kubeconfig")
-		got, errOut, err := gpuvcbin.Run(ctx, kubectl, "--kubeconfig", file, "get", "pods", "-A", "--no-headers")
-		if err != nil {
-			t.Errorf("kubectl --kubeconfig %s get pods -A: %v\n%s", file, err, errOut)
-			continue
-		}
-		for _, p := range pods {
-			if !regexp.MustCompile(`(?m)^default\s+` + p + `\s+1/1\s+Running\s`).MatchString(got) {
-				t.Errorf("team %s: pod %s is not Running through its kubeconfig:\n%s", team, p, got)
-			}
-		}
-	}
+	demoPodsRun(ctx, t, dir)
 }
 
 // kindDown runs `gpuvc dev trial down` and checks that no container or volume of

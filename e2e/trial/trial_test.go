@@ -21,13 +21,7 @@ import (
 // device), each team's kubeconfig file listing its pods Running with kubectl, and
 // after `trial down` no process, node record, bridge, rule or folder left.
 func TestDockerlessTrial(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end to end: starts a control plane and a real node (minutes)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the Docker-less trial needs root (containerd, runc, cgroups, iptables); run as root")
-	}
-	ctx, gpuvc := prepare(t)
+	ctx, gpuvc := prepare(t, "the Docker-less trial needs root (containerd, runc, cgroups, iptables); run as root")
 	dir := filepath.Join(t.TempDir(), "trial")
 
 	out, errOut, err := gpuvcbin.Run(ctx, gpuvc, "dev", "trial", "up", "--local", "--dir", dir, "--timeout", "5m")
@@ -53,12 +47,24 @@ func TestDockerlessTrial(t *testing.T) {
 		}
 	}
 
-	kubectl := localcp.Kubectl(t)
-	for team, pods := range map[string][]string{"vision": {"train", "notebook", "half"}, "llm": {"train", "half"}} {
-		file := filepath.Join(dir, team+".kubeconfig")
-		if !strings.Contains(out, "already written to "+file) {
+	for team := range demoPods {
+		if file := filepath.Join(dir, team+".kubeconfig"); !strings.Contains(out, "already written to "+file) {
 			t.Errorf("report does not point at %s", file)
 		}
+	}
+	demoPodsRun(ctx, t, dir)
+}
+
+// demoPods are the pods the trial runs in each team.
+var demoPods = map[string][]string{"vision": {"train", "notebook", "half"}, "llm": {"train", "half"}}
+
+// demoPodsRun checks, with kubectl and each team's kubeconfig file in dir,
+// that every demo pod is Running.
+func demoPodsRun(ctx context.Context, t *testing.T, dir string) {
+	t.Helper()
+	kubectl := localcp.Kubectl(t)
+	for team, pods := range demoPods {
+		file := filepath.Join(dir, team+".kubeconfig")
 		got, errOut, err := gpuvcbin.Run(ctx, kubectl, "--kubeconfig", file, "get", "pods", "-A", "--no-headers")
 		if err != nil {
 			t.Errorf("kubectl --kubeconfig %s get pods -A: %v\n%s", file, err, errOut)
@@ -72,10 +78,17 @@ func TestDockerlessTrial(t *testing.T) {
 	}
 }
 
-// prepare skips where a real node cannot start, builds (once, cached) the
-// binaries as `make binaries` does and the gpuvc binary as `make build` does.
-func prepare(t *testing.T) (context.Context, string) {
+// prepare skips where a real node cannot start (under -short; without root,
+// saying notRoot), builds (once, cached) the binaries as `make binaries` does
+// and the gpuvc binary as `make build` does.
+func prepare(t *testing.T, notRoot string) (context.Context, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("end to end: starts a control plane and a real node (minutes)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip(notRoot)
+	}
 	if l, err := net.Listen("tcp", ":6443"); err != nil {
 		busy := "port 6443 is taken (a trial or another cluster with a real node runs here; `make trial-down` removes a trial): %v"
 		if os.Getenv("GPUVC_REQUIRE_TRIAL") != "" { // make test: a skip would hide the trial
