@@ -16,7 +16,9 @@ func TestReadyEndpoints(t *testing.T) {
 		}
 		return e
 	}
-	slice := func(eps ...discoveryv1.Endpoint) discoveryv1.EndpointSlice { return discoveryv1.EndpointSlice{Endpoints: eps} }
+	slice := func(eps ...discoveryv1.Endpoint) discoveryv1.EndpointSlice {
+		return discoveryv1.EndpointSlice{Endpoints: eps}
+	}
 	for _, tc := range []struct {
 		name   string
 		slices []discoveryv1.EndpointSlice
