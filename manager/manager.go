@@ -144,6 +144,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := metrics.Registry.Register(team.NewUsageCollector(mgr.GetCache())); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 		return nil, err
 	}
+	// Queueing teams' standing in Kueue per GPU kind (status.queue.flavors).
+	if err := metrics.Registry.Register(team.NewQueueCollector(mgr.GetCache())); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+		return nil, err
+	}
 	if err := addAccounting(mgr, opts.Accounting); err != nil {
 		return nil, err
 	}
