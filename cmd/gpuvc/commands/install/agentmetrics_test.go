@@ -24,7 +24,8 @@ import (
 // --agent-metrics-port as agent.metrics.port, the port the agents serve
 // /metrics on (a container port named metrics) and the headless Service
 // gpuvc-agent-metrics publishes; the agents' namespace comes from the
-// manager's POD_NAMESPACE (--agent-namespace's default); the manager's agent
+// manager's POD_NAMESPACE (--agent-namespace's default, which the chart does
+// not override); the manager's agent
 // selector matches the agent pods. With agent.metrics off there is neither
 // flag nor Service.
 func TestInstallWiresAgentMetricsToTheManager(t *testing.T) {
@@ -49,12 +50,16 @@ func TestInstallWiresAgentMetricsToTheManager(t *testing.T) {
 			m := parseManifest(t, r.out)
 
 			mgr := m.deployment(t, "gpuvc-manager").Spec.Template.Spec.Containers[0]
+			t.Setenv("POD_NAMESPACE", "gpu-ops") // what the downward API gives the manager pod
 			flags := managercmd.NewCommand(cli.Streams{In: &bytes.Buffer{}, Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, &cli.Globals{}).Flags()
 			if err := flags.Parse(mgr.Args[1:]); err != nil {
 				t.Fatalf("gpuvc manager refuses %q: %v", mgr.Args[1:], err)
 			}
 			if got := flags.Lookup("agent-metrics-port").Value.String(); got != fmt.Sprint(tc.port) {
 				t.Errorf("the manager reads --agent-metrics-port %s, want %d (args %q)", got, tc.port, mgr.Args)
+			}
+			if got := flags.Lookup("agent-namespace").Value.String(); got != "gpu-ops" {
+				t.Errorf("the manager looks for the agents in namespace %q, want its own (POD_NAMESPACE gpu-ops)", got)
 			}
 			svc, hasSvc := m.services["gpuvc-agent-metrics"]
 			if tc.port == 0 {
