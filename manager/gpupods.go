@@ -22,9 +22,10 @@ type AgentMetrics struct {
 }
 
 // addGPUPodReaper runs the idle GPU-pod policy on the leader (a RunnableFunc
-// needs leader election) when the agents' metrics are on. Each look scrapes
-// every agent once.
-func addGPUPodReaper(mgr ctrl.Manager, opts AgentMetrics, interval time.Duration) error {
+// needs leader election) when the agents' metrics are on, every idleOpts.Interval
+// and on idleOpts.Clock (the idle policy's clock, which tests set). Each look
+// scrapes every agent once.
+func addGPUPodReaper(mgr ctrl.Manager, opts AgentMetrics, idleOpts idle.Options) error {
 	if opts.Port == 0 {
 		return nil
 	}
@@ -34,11 +35,12 @@ func addGPUPodReaper(mgr ctrl.Manager, opts AgentMetrics, interval time.Duration
 	if opts.Namespace == "" {
 		return fmt.Errorf("--agent-metrics-port %d set but the agents' namespace is empty: pass --agent-namespace (in a pod it defaults to $POD_NAMESPACE)", opts.Port)
 	}
+	interval := idleOpts.Interval
 	if interval <= 0 {
 		interval = 30 * time.Second
 	}
 	src := &agentmetrics.Source{Reader: mgr.GetAPIReader(), Namespace: opts.Namespace, Port: opts.Port, MaxAge: interval / 2}
-	r := idle.NewGPUPodReaper(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("gpuvc-idle"), src, nil)
+	r := idle.NewGPUPodReaper(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("gpuvc-idle"), src, idleOpts.Clock)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		r.Run(ctx, interval)
 		return nil

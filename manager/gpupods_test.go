@@ -3,6 +3,8 @@ package manager
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpuvc/gpuvc/manager/idle"
 )
 
 // TestAgentMetricsRefusedBeforeUse: bad agent-metrics settings fail manager.New
@@ -17,13 +19,13 @@ func TestAgentMetricsRefusedBeforeUse(t *testing.T) {
 		"no namespace":      {AgentMetrics{Port: 9402}, "pass --agent-namespace"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := addGPUPodReaper(nil, tc.opts, 0)
+			err := addGPUPodReaper(nil, tc.opts, idle.Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
-	if err := addGPUPodReaper(nil, AgentMetrics{}, 0); err != nil {
+	if err := addGPUPodReaper(nil, AgentMetrics{}, idle.Options{}); err != nil {
 		t.Fatalf("port 0 (off): %v", err)
 	}
 }

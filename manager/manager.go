@@ -155,7 +155,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := addIdle(ctx, mgr, opts.Idle); err != nil {
 		return nil, err
 	}
-	if err := addGPUPodReaper(mgr, opts.AgentMetrics, opts.Idle.Interval); err != nil {
+	if err := addGPUPodReaper(mgr, opts.AgentMetrics, opts.Idle); err != nil {
 		return nil, err
 	}
 	if opts.WebhookPort != 0 {

@@ -2,25 +2,18 @@ package idle_test
 
 import (
 	"context"
-	"net"
-	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/fakeagent"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent"
@@ -31,51 +24,6 @@ import (
 	"github.com/gpuvc/gpuvc/manager/idle"
 )
 
-// fakeAgent serves what `gpuvc agent --metrics-bind-address` serves on a GPU
-// node: the agent's own collector over the given samples and device owners.
-func fakeAgent(t *testing.T, samples []usage.Sample, owners map[string]nodeagent.DeviceOwner) (ip string, port int) {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(&nodeagent.UtilizationCollector{
-		Node:   "gpu-1",
-		Read:   func() ([]usage.Sample, error) { return samples, nil },
-		Owners: func(context.Context) (map[string]nodeagent.DeviceOwner, error) { return owners, nil },
-		Log:    logr.Discard(),
-	})
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	t.Cleanup(srv.Close)
-	host, p, err := net.SplitHostPort(srv.Listener.Addr().String())
-	require.NoError(t, err)
-	port, err = strconv.Atoi(p)
-	require.NoError(t, err)
-	return host, port
-}
-
-// agentPodAt records an agent pod (the chart's labels) that "runs" at ip: it
-// is never scheduled (no node matches), its status says Running at ip.
-func agentPodAt(ctx context.Context, t *testing.T, ns, ip string) {
-	t.Helper()
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	t.Cleanup(func() { _ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "gpuvc-agent-x1", Namespace: ns, Labels: map[string]string{
-			"app.kubernetes.io/name": "gpuvc", "app.kubernetes.io/instance": "gpuvc", "app.kubernetes.io/component": "agent"}},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{"gpuvc.dev/pool": "no-such-pool"},
-			Containers:   []corev1.Container{{Name: "agent", Image: "ghcr.io/gpuvc/gpuvc:test"}},
-		},
-	}
-	require.NoError(t, c.Create(ctx, p))
-	// The scheduler writes the pod's status too (unschedulable): re-read on a conflict.
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-			return err
-		}
-		p.Status.Phase, p.Status.PodIP, p.Status.PodIPs = corev1.PodRunning, ip, []corev1.PodIP{{IP: ip}}
-		return c.Status().Update(ctx, p)
-	}))
-}
-
 // TestIdleGPUPodsFromAgentMetrics: the path `gpuvc manager --agent-metrics-port`
 // wires — agentmetrics.Source finds the agent pod by its labels, scrapes its
 // /metrics (the agent's real collector behind httptest) and the reaper evicts
@@ -84,8 +32,8 @@ func agentPodAt(ctx context.Context, t *testing.T, ns, ip string) {
 func TestIdleGPUPodsFromAgentMetrics(t *testing.T) {
 	ctx := integration(t)
 	ns := gpuPodTeam(ctx, t, "gpuidle-agent", gpuvcv1.IdleActionEvict)
-	pct := func(v float64) *float64 { return &v }
-	ip, port := fakeAgent(t, []usage.Sample{
+	pct := fakeagent.Percent
+	agent := fakeagent.Serve(t, "gpu-1", []usage.Sample{
 		{UUID: "GPU-idle", GPU: 0, UtilizationPercent: pct(2), MemoryTotalBytes: 80 << 30},
 		{UUID: "GPU-busy", GPU: 1, UtilizationPercent: pct(90), MemoryTotalBytes: 80 << 30},
 		{UUID: "GPU-res-1", GPU: 2, UtilizationPercent: pct(1), MemoryTotalBytes: 80 << 30},
@@ -110,10 +58,10 @@ func TestIdleGPUPodsFromAgentMetrics(t *testing.T) {
 		})
 	}
 	agentNS := "gpuvc-agents-idle-test"
-	agentPodAt(ctx, t, agentNS, ip)
+	agent.RecordPod(ctx, t, c, agentNS)
 
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
-	src := &agentmetrics.Source{Reader: c, Namespace: agentNS, Port: port, MaxAge: 15 * time.Second, Clock: clk}
+	src := &agentmetrics.Source{Reader: c, Namespace: agentNS, Port: agent.Port, MaxAge: 15 * time.Second, Clock: clk}
 	rec := events.NewFakeRecorder(20)
 	r := idle.NewGPUPodReaper(c, c, rec, src, clk)
 
