@@ -58,14 +58,7 @@ func TestAgentFlagErrors(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := execute(t, tc.args...)
-			if err == nil {
-				t.Fatal("command succeeded, want an error")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
+			clitest.FailsSaying(t, err, tc.want...)
 		})
 	}
 }

@@ -61,14 +61,7 @@ func TestReserveErrors(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			err := execute(t, tc.args...)
-			if err == nil {
-				t.Fatal("command succeeded, want an error")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
+			clitest.FailsSaying(t, err, tc.want...)
 		})
 	}
 }
