@@ -74,16 +74,23 @@ func queuePod(ctx context.Context, t testing.TB, team, name, pc string) {
 	if created.Labels[contract.LabelKueueQueueName] != contract.KueueLocalQueueName || !gated(created) {
 		t.Fatalf("pod %s/%s was not queued by gpuvc and gated by Kueue: %s", ns, name, poll.DescribePod(created))
 	}
-	var wlCreated time.Time
-	poll.Until(ctx, t, time.Minute, "the Workload of pod "+name, func(ctx context.Context) (bool, error) {
-		wl, err := workloadOf(ctx, ns, name)
+	workloadInItsOwnSecond(ctx, t, ns, name)
+}
+
+// workloadInItsOwnSecond waits until a pod's Workload exists and the clock has
+// passed the second it was created in (see queuePod).
+func workloadInItsOwnSecond(ctx context.Context, t testing.TB, ns, pod string) {
+	t.Helper()
+	var created time.Time
+	poll.Until(ctx, t, time.Minute, "the Workload of pod "+pod, func(ctx context.Context) (bool, error) {
+		wl, err := workloadOf(ctx, ns, pod)
 		if wl != nil {
-			wlCreated = wl.GetCreationTimestamp().Time
+			created = wl.GetCreationTimestamp().Time
 		}
 		return wl != nil, err
 	})
-	poll.Until(ctx, t, 5*time.Second, "the second after "+wlCreated.String(), func(context.Context) (bool, error) {
-		return time.Now().Truncate(time.Second).After(wlCreated), nil
+	poll.Until(ctx, t, 5*time.Second, "the second after "+created.String(), func(context.Context) (bool, error) {
+		return time.Now().Truncate(time.Second).After(created), nil
 	})
 }
 
