@@ -157,10 +157,20 @@ func waitAdmitted(ctx context.Context, t testing.TB, team string, running bool, 
 
 // complete ends a running pod as its container would: phase Succeeded (kwok
 // completes only Job pods by itself). Kueue then finishes its Workload and frees
-// the GPU.
-func complete(ctx context.Context, t testing.TB, team, name string) {
+// the GPU. It returns when the accepted status write was sent.
+func complete(ctx context.Context, t testing.TB, team, name string) time.Time {
 	t.Helper()
+	sent, err := completePod(ctx, team, name)
+	if err != nil {
+		t.Fatalf("completing pod %s of team %s: %v", name, team, err)
+	}
+	return sent
+}
+
+// completePod is complete returning the error.
+func completePod(ctx context.Context, team, name string) (time.Time, error) {
 	ns := gpuvcv1.HostNamespace(team)
+	var sent time.Time
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p, err := host.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -173,10 +183,9 @@ func complete(ctx context.Context, t testing.TB, team, name string) {
 			cs.Ready = false
 			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: now}}
 		}
+		sent = time.Now()
 		_, err = host.Client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 		return err
 	})
-	if err != nil {
-		t.Fatalf("completing pod %s/%s: %v", ns, name, err)
-	}
+	return sent, err
 }
