@@ -52,13 +52,16 @@ func BenchmarkPoolUtilization(b *testing.B) {
 	b.ReportMetric(float64(borrow.completed), "jobs-done-borrow")
 	b.ReportMetric(float64(noborrow.completed), "jobs-done-noborrow")
 	b.ReportMetric(float64(borrow.evicted), "evicted-borrow")
+	b.ReportMetric(borrow.lostGPUSeconds/(utilPoolGPUs*window.Seconds()), "lost-borrow")
 	b.ReportMetric(float64(len(jobs)), "jobs")
 }
 
 // loadResult is what one mode of the utilization run measured.
 type loadResult struct {
-	gpuSeconds         float64
-	completed, evicted int
+	// gpuSeconds is the time pods ran; lostGPUSeconds the part of it spent by
+	// pods that Kueue then evicted (their work is lost).
+	gpuSeconds, lostGPUSeconds float64
+	completed, evicted         int
 }
 
 func (r loadResult) utilization(window time.Duration) float64 {
@@ -67,7 +70,7 @@ func (r loadResult) utilization(window time.Duration) float64 {
 
 // attempt is one pod submitted for a job.
 type attempt struct {
-	job, try   int
+	job        int
 	role, pod  string
 	start, end time.Time
 	over       bool
@@ -106,7 +109,7 @@ func runMixedLoad(ctx context.Context, b *testing.B, name string, borrow bool, j
 		for role, queue := range pending {
 			for len(queue) > 0 {
 				j := queue[0]
-				a := &attempt{job: j, try: tries[j], role: role, pod: fmt.Sprintf("j%d-%d", j, tries[j])}
+				a := &attempt{job: j, role: role, pod: fmt.Sprintf("j%d-%d", j, tries[j])}
 				if !submit(ctx, b, teams[role], a.pod) {
 					break // over the ResourceQuota ceiling: retried when quota frees
 				}
@@ -127,6 +130,7 @@ func runMixedLoad(ctx context.Context, b *testing.B, name string, borrow bool, j
 				// Kueue stopped it (reclaim): the job starts again.
 				a.end, a.over = ended, true
 				res.evicted++
+				res.lostGPUSeconds += a.ranWithin(t0, window)
 				pending[a.role] = insertSorted(pending[a.role], a.job)
 			case !a.start.IsZero() && time.Since(a.start) >= jobs[a.job].Dur:
 				// NotFound: evicted meanwhile; the next tick sees it gone.
