@@ -2,6 +2,7 @@ package teamqueue_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/syncer/queued"
 )
 
 // Priorities of the tests' WorkloadPriorityClasses.
@@ -118,7 +120,9 @@ func stopped(p *corev1.Pod) bool {
 // most recently admitted): g-low, then g-3 — which pod is evicted does not
 // depend on whether it was admitted inside the guarantee. The evicted pod's
 // team sees why on the host pod (vCluster syncs host pod events to the
-// team's pod): Kueue's Normal event Stopped with its preemption message.
+// team's pod): Kueue's Normal event Stopped with its preemption message, and
+// gpuvc's Warning Preempted in the team's terms — not a Queued event, though
+// the evicted Workload waits again (QuotaReserved=False) while its pod stops.
 func TestReclaimEvictsBorrowedPodsInKueueOrder(t *testing.T) {
 	integration(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -150,25 +154,10 @@ func TestReclaimEvictsBorrowedPodsInKueueOrder(t *testing.T) {
 		t.Errorf("guest's pods were stopped in the order %v, want %v (lowest priority first, then the most recently admitted)", got, want)
 	}
 
-	poll.UntilSeen(ctx, t, time.Minute, "Kueue's Stopped event on the evicted pod g-low, naming the reclamation", func(ctx context.Context) (bool, string, error) {
-		evs, err := host.Client.EventsV1().Events(guestNS).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		var seen []string
-		for _, e := range evs.Items {
-			if e.Regarding.Name != "g-low" || e.Regarding.Kind != "Pod" {
-				continue
-			}
-			seen = append(seen, e.Type+" "+e.Reason+": "+e.Note)
-			if e.Reason == "Stopped" && strings.Contains(e.Note, "Preempted to accommodate a workload") &&
-				strings.Contains(e.Note, "reclamation within the cohort") {
-				t.Logf("the evicted pod's event: %s %s: %s", e.Type, e.Reason, e.Note)
-				return true, "", nil
-			}
-		}
-		return false, strings.Join(seen, " | "), nil
-	})
+	podEvent(ctx, t, guestNS, "g-low", "Normal", "Stopped", "Preempted to accommodate a workload", "reclamation within the cohort")
+	podEvent(ctx, t, guestNS, "g-low", "Warning", queued.ReasonPreempted,
+		"preempted: team guest was using GPUs beyond its guarantee, and another team of cohort gpuvc-reclaim took back its own guaranteed GPUs")
+	noPodEvent(ctx, t, guestNS, "g-low", queued.ReasonQueued)
 }
 
 // TestQueuedPodsAreAdmittedByPriorityThenFIFO: team line is guaranteed the one
@@ -211,5 +200,49 @@ func TestQueuedPodsAreAdmittedByPriorityThenFIFO(t *testing.T) {
 	waitAdmitted(ctx, t, "line", true, "urgent")
 	if got := ev.seen(); !slices.Equal(got, []string{"q-low"}) {
 		t.Errorf("pods stopped for the high-priority pod: %v, want [q-low]", got)
+	}
+	podEvent(ctx, t, ns, "q-low", "Warning", queued.ReasonPreempted, "preempted: a higher-priority pod of team line needed its GPUs")
+}
+
+// podEvent waits for an event on a pod with type, reason and a note holding
+// every part, and logs it: what the team sees on its pod (vCluster syncs host
+// pod events to the virtual pod).
+func podEvent(ctx context.Context, t *testing.T, ns, pod, typ, reason string, parts ...string) {
+	t.Helper()
+	poll.UntilSeen(ctx, t, time.Minute, fmt.Sprintf("a %s event %s on pod %s/%s with %q", typ, reason, ns, pod, parts), func(ctx context.Context) (bool, string, error) {
+		evs, err := host.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for _, e := range evs.Items {
+			if e.Regarding.Name != pod || e.Regarding.Kind != "Pod" {
+				continue
+			}
+			seen = append(seen, e.Type+" "+e.Reason+": "+e.Note)
+			ok := e.Type == typ && e.Reason == reason
+			for _, p := range parts {
+				ok = ok && strings.Contains(e.Note, p)
+			}
+			if ok {
+				t.Logf("pod %s: %s %s: %s", pod, e.Type, e.Reason, e.Note)
+				return true, "", nil
+			}
+		}
+		return false, strings.Join(seen, " | "), nil
+	})
+}
+
+// noPodEvent fails if the pod has an event with reason.
+func noPodEvent(ctx context.Context, t *testing.T, ns, pod, reason string) {
+	t.Helper()
+	evs, err := host.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Regarding.Name == pod && e.Reason == reason {
+			t.Errorf("pod %s/%s got a %s event: %s", ns, pod, reason, e.Note)
+		}
 	}
 }
