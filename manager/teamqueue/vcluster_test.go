@@ -98,20 +98,53 @@ func virtualPod(ctx context.Context, t *testing.T, p *corev1.Pod) *corev1.Pod {
 }
 
 // syncToHost runs vCluster's own SyncToHost for a virtual pod and returns the
-// host pod as the API server stored it (after gpuvc's and Kueue's webhooks).
-func syncToHost(ctx context.Context, t *testing.T, vc vcsync.VCluster, virtual *corev1.Pod) *corev1.Pod {
+// host pod as the API server stored it (after gpuvc's and Kueue's webhooks) and
+// the virtual pod as the virtual API server stores it.
+func syncToHost(ctx context.Context, t *testing.T, vc vcsync.VCluster, manifest *corev1.Pod) (host, virtual *corev1.Pod) {
 	t.Helper()
-	res := vcsync.SyncToHost(t, vc, virtualPod(ctx, t, virtual))
+	virtual = virtualPod(ctx, t, manifest)
+	res := vcsync.SyncToHost(t, vc, virtual)
 	for _, w := range res.Host {
 		if w.Verb == "create" {
 			if w.Err != nil {
-				t.Fatalf("the host refused vCluster's pod for %s/%s: %v", virtual.Namespace, virtual.Name, w.Err)
+				t.Fatalf("the host refused vCluster's pod for %s/%s: %v", manifest.Namespace, manifest.Name, w.Err)
 			}
-			return w.Answer.(*corev1.Pod)
+			return w.Answer.(*corev1.Pod), virtual
 		}
 	}
-	t.Fatalf("vCluster created no host pod for %s/%s (requeue %v, error %v)", virtual.Namespace, virtual.Name, res.Requeue, res.Err)
-	return nil
+	t.Fatalf("vCluster created no host pod for %s/%s (requeue %v, error %v)", manifest.Namespace, manifest.Name, res.Requeue, res.Err)
+	return nil, nil
+}
+
+// seenByTeam takes the host pod's event with reason through vCluster's event
+// syncer and checks the team's virtual pod gets it, with note in its message.
+func seenByTeam(ctx context.Context, t *testing.T, vc vcsync.VCluster, hostPod, virtual *corev1.Pod, reason, note string) {
+	t.Helper()
+	var hostEvent *corev1.Event
+	poll.Until(ctx, t, time.Minute, "a "+reason+" event on host pod "+hostPod.Name, func(ctx context.Context) (bool, error) {
+		evs, err := host.Client.CoreV1().Events(hostPod.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for i := range evs.Items {
+			if e := &evs.Items[i]; e.InvolvedObject.Name == hostPod.Name && e.Reason == reason {
+				hostEvent = e
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	// The host pod as created (a preempted one may be gone already): vCluster
+	// keeps the host ↔ virtual name mapping in its store.
+	got := vcsync.EventToVirtual(t, vc, hostEvent, hostPod, virtual)
+	if got == nil {
+		t.Fatalf("vCluster did not copy the %s event of %s to the virtual pod %s/%s", reason, hostPod.Name, virtual.Namespace, virtual.Name)
+	}
+	if got.InvolvedObject.Namespace != virtual.Namespace || got.InvolvedObject.Name != virtual.Name || got.Reason != reason || !strings.Contains(got.Message, note) {
+		t.Errorf("the team sees %s %s on %s/%s: %q; want %s on %s/%s containing %q", got.Type, got.Reason, got.InvolvedObject.Namespace, got.InvolvedObject.Name, got.Message,
+			reason, virtual.Namespace, virtual.Name, note)
+	}
+	t.Logf("the team sees on %s/%s: %s %s: %s", virtual.Namespace, virtual.Name, got.Type, got.Reason, got.Message)
 }
 
 // TestVirtualGPUPodsQueueThroughVClusterTranslation: a team's virtual GPU pods
@@ -121,7 +154,10 @@ func syncToHost(ctx context.Context, t *testing.T, vc vcsync.VCluster, virtual *
 // nobody lends) on pool "vcpool" (one node, 1 GPU): the first pod is admitted
 // and runs on the pool's node under vCluster's name for it; the second waits,
 // gated, and is told why (gpuvc's Queued event on the host pod, which vCluster
-// syncs to the virtual pod); it is admitted when the first completes.
+// syncs to the virtual pod: vCluster's own event syncer shows it on the team's
+// pod); it is admitted when the first completes. A higher-priority virtual pod
+// then preempts it, and the team sees gpuvc's Preempted and Kueue's Stopped on
+// its pod.
 func TestVirtualGPUPodsQueueThroughVClusterTranslation(t *testing.T) {
 	ctx := integration(t)
 	gpuPool(ctx, t, "vcpool", 1)
@@ -132,8 +168,10 @@ func TestVirtualGPUPodsQueueThroughVClusterTranslation(t *testing.T) {
 	vc := teamVCluster(ctx, t, "vq", "vcpool")
 
 	var hostNames []string
+	var hostPods, virtualPods []*corev1.Pod
 	for _, name := range []string{"train-0", "train-1"} {
-		p := syncToHost(ctx, t, vc, testobj.Pod(name, "ml").GPUs("1").Obj())
+		p, v := syncToHost(ctx, t, vc, testobj.Pod(name, "ml").GPUs("1").Obj())
+		hostPods, virtualPods = append(hostPods, p), append(virtualPods, v)
 		if want := vcsync.HostName(vc, name, "ml"); p.Name != want {
 			t.Errorf("host pod %s, want vCluster's name %s", p.Name, want)
 		}
@@ -173,6 +211,15 @@ func TestVirtualGPUPodsQueueThroughVClusterTranslation(t *testing.T) {
 		return false, strings.Join(seen, " | "), nil
 	})
 
+	seenByTeam(ctx, t, vc, hostPods[1], virtualPods[1], queued.ReasonQueued, "team vq uses 1 of 1 guaranteed GPUs")
+
 	complete(ctx, t, "vq", hostNames[0])
 	waitAdmitted(ctx, t, "vq", true, hostNames[1])
+
+	// A higher-priority virtual pod preempts train-1; the team sees why on its pod.
+	priorityClasses(ctx, t)
+	urgent, _ := syncToHost(ctx, t, vc, testobj.Pod("urgent", "ml").GPUs("1").Label(labelWorkloadPriorityClass, pcHigh).Obj())
+	waitAdmitted(ctx, t, "vq", true, urgent.Name)
+	seenByTeam(ctx, t, vc, hostPods[1], virtualPods[1], queued.ReasonPreempted, "preempted: a higher-priority pod of team vq needed its GPUs")
+	seenByTeam(ctx, t, vc, hostPods[1], virtualPods[1], "Stopped", "Preempted to accommodate a workload")
 }
