@@ -11,7 +11,7 @@ import (
 )
 
 // agentFlags are the flags `gpuvc agent` accepts.
-var agentFlags = []string{"--node-name", "--interval", "--simulate", "--mig-strategy", "--gfd", "--device-plugin", "--device-plugin-dir", "--gpu-failure"}
+var agentFlags = []string{"--node-name", "--interval", "--simulate", "--mig-strategy", "--gfd", "--device-plugin", "--device-plugin-dir", "--gpu-failure", "--metrics-bind-address", "--pod-resources-socket"}
 
 func TestAgentDaemonSets(t *testing.T) {
 	defaultTolerations := []corev1.Toleration{
@@ -24,31 +24,36 @@ func TestAgentDaemonSets(t *testing.T) {
 		nvidiaEnv    bool
 		runtimeClass string
 		devicePlugin bool
+		podResources bool  // the kubelet's pod-resources folder, read-only
+		metricsPort  int32 // a container port named metrics; 0: none
 	}
 	cases := map[string]map[string]ds{
-		"defaults": {"gpuvc-agent": {args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint"}, nvidiaEnv: true}},
+		"defaults": {"gpuvc-agent": {args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint",
+			"--metrics-bind-address=:9402", "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"}, nvidiaEnv: true, podResources: true, metricsPort: 9402}},
+		"agent metrics off": {"gpuvc-agent": {args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint"}, nvidiaEnv: true}},
 		"simulated agents": {
 			"gpuvc-agent-a100": {
-				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=8"},
-				nodeSelector: map[string]string{"gpuvc.dev/pool": "a100"},
+				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=8", "--metrics-bind-address=:9402"},
+				nodeSelector: map[string]string{"gpuvc.dev/pool": "a100"}, metricsPort: 9402,
 			},
 			"gpuvc-agent-h100": {
-				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--simulate=product=NVIDIA-H100-80GB-HBM3,count=8"},
-				nodeSelector: map[string]string{"gpuvc.dev/pool": "h100"},
+				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--simulate=product=NVIDIA-H100-80GB-HBM3,count=8", "--metrics-bind-address=:9402"},
+				nodeSelector: map[string]string{"gpuvc.dev/pool": "h100"}, metricsPort: 9402,
 			},
 		},
 		"everything set": {"gpuvc-agent": {
-			args:         []string{"--node-name=$(NODE_NAME)", "--interval=30s", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint"},
+			args: []string{"--node-name=$(NODE_NAME)", "--interval=30s", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint",
+				"--metrics-bind-address=:9500", "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"},
 			nodeSelector: map[string]string{"nvidia.com/gpu.present": "true"},
-			nvidiaEnv:    true, runtimeClass: "nvidia",
+			nvidiaEnv:    true, runtimeClass: "nvidia", podResources: true, metricsPort: 9500,
 		}},
 		"agent off": {},
 		"kind trial": {"gpuvc-agent-a100": {
 			args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint",
 				"--simulate=product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced",
-				"--device-plugin", "--device-plugin-dir=/var/lib/kubelet/device-plugins"},
+				"--device-plugin", "--device-plugin-dir=/var/lib/kubelet/device-plugins", "--metrics-bind-address=:9402"},
 			nodeSelector: map[string]string{"gpuvc.dev/pool": "a100"},
-			devicePlugin: true,
+			devicePlugin: true, metricsPort: 9402,
 		}},
 	}
 	for name, want := range cases {
@@ -85,12 +90,24 @@ func TestAgentDaemonSets(t *testing.T) {
 				}
 				var wantVolumes []string
 				if w.devicePlugin {
-					wantVolumes = []string{"/var/lib/kubelet/device-plugins"}
+					wantVolumes = append(wantVolumes, "/var/lib/kubelet/device-plugins")
+				}
+				if w.podResources {
+					wantVolumes = append(wantVolumes, "/var/lib/kubelet/pod-resources")
 				}
 				if diff := cmp.Diff(wantVolumes, volumes); diff != "" || len(pod.Volumes) != len(wantVolumes) {
 					t.Errorf("%s: host paths (-want +got):\n%s", dsName, diff)
 				}
 				c := pod.Containers[0]
+				var metricsPort int32
+				for _, p := range c.Ports {
+					if p.Name == "metrics" {
+						metricsPort = p.ContainerPort
+					}
+				}
+				if metricsPort != w.metricsPort {
+					t.Errorf("%s: container port metrics %d, want %d", dsName, metricsPort, w.metricsPort)
+				}
 				if c.Args[0] != "agent" {
 					t.Errorf("%s: args %q: want the agent role first", dsName, c.Args)
 				}

@@ -9,7 +9,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuvc/gpuvc/manager/agentmetrics"
 )
 
 // managerFlags are the flags `gpuvc manager` accepts; the chart must pass no other.
@@ -19,6 +22,7 @@ var managerFlags = []string{
 	"--vcluster-chart-repo", "--vcluster-chart-version", "--vcluster-chart-dir",
 	"--team-server-url", "--control-plane-pool", "--system-pool", "--reserve-image",
 	"--ephemeral-vclusters", "--sync-real-nodes", "--webhook-cert-secret", "--vcluster-values",
+	"--agent-metrics-port",
 }
 
 const defaultImage = "ghcr.io/gpuvc/gpuvc:0.1.0"
@@ -37,6 +41,7 @@ func TestManagerArgs(t *testing.T) {
 		"--health-probe-bind-address=:8081",
 		"--webhook-port=9443",
 		"--webhook-cert-dir=" + WebhookCertDir,
+		"--agent-metrics-port=9402",
 	}
 	leader := []string{"--leader-elect", "--leader-election-namespace=" + testNamespace}
 	chart := []string{"--vcluster-chart-repo=https://charts.loft.sh", "--vcluster-chart-version=0.36.1"}
@@ -75,6 +80,11 @@ func TestManagerArgs(t *testing.T) {
 			"--control-plane-pool=system",
 			"--system-pool=system",
 			"--reserve-image=" + defaultImage,
+			"--agent-metrics-port=9500",
+		})},
+		"agent metrics off": {defaultImage, concat(leader, chart, []string{
+			"--health-probe-bind-address=:8081", "--webhook-port=9443", "--webhook-cert-dir=" + WebhookCertDir,
+			"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage,
 		})},
 	}
 	for name, tc := range cases {
@@ -244,6 +254,22 @@ func TestServices(t *testing.T) {
 		t.Errorf("metrics service ports %+v: want 9090 -> metrics", metrics.Spec.Ports)
 	}
 
+	// The agents' Service is headless (an endpoint per agent for Prometheus) and
+	// selects the agent pods by the labels the manager finds them by.
+	agents := get[corev1.Service](t, m, "Service", "gpuvc-agent-metrics")
+	if agents.Spec.ClusterIP != corev1.ClusterIPNone || len(agents.Spec.Ports) != 1 || agents.Spec.Ports[0].Port != 9500 || agents.Spec.Ports[0].TargetPort.String() != "metrics" {
+		t.Errorf("agent metrics service %+v: want headless, 9500 -> metrics", agents.Spec)
+	}
+	ds := get[appsv1.DaemonSet](t, m, "DaemonSet", "gpuvc-agent")
+	for k, v := range agents.Spec.Selector {
+		if ds.Spec.Template.Labels[k] != v {
+			t.Errorf("agent metrics service selects %s=%s, which the agent pods lack", k, v)
+		}
+	}
+	if !agentmetrics.AgentSelector.Matches(labels.Set(ds.Spec.Template.Labels)) {
+		t.Errorf("the manager's agent selector %s does not match the agent pods' labels %v", agentmetrics.AgentSelector, ds.Spec.Template.Labels)
+	}
+
 	sm := mustRender(t, valueSets["service monitor"]).find("ServiceMonitor", "gpuvc-manager")
 	if sm == nil {
 		t.Fatal("no ServiceMonitor")
@@ -256,6 +282,9 @@ func TestServices(t *testing.T) {
 	for k, v := range sel {
 		if get[corev1.Service](t, mm, "Service", "gpuvc-metrics").Labels[k] != v {
 			t.Errorf("ServiceMonitor selects %s=%v, which the metrics Service lacks", k, v)
+		}
+		if get[corev1.Service](t, mm, "Service", "gpuvc-agent-metrics").Labels[k] != v {
+			t.Errorf("ServiceMonitor selects %s=%v, which the agents' metrics Service lacks", k, v)
 		}
 		if k == "gpuvc.dev/metrics" && get[corev1.Service](t, mm, "Service", WebhookServiceName).Labels[k] == v {
 			t.Error("ServiceMonitor would also select the webhook Service")

@@ -187,6 +187,7 @@ func managerNeeds() []request {
 		verbs(readWrite, "", "serviceaccounts", teamNS, "reservation pods' ServiceAccount"),
 		verbs(readWrite, "", "configmaps", teamNS, "share ConfigMaps"),
 		verbs([]string{"get"}, "apps", "statefulsets", teamNS, "vCluster readiness"),
+		verbs([]string{"create"}, "", "pods/eviction", teamNS, "idle GPU-pod policy: Evict"),
 		verbs([]string{"get"}, "apps", "deployments", teamNS, "vCluster readiness"),
 	)
 }

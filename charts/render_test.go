@@ -163,6 +163,8 @@ manager: {reserveImage: registry.example.com:5000/platform/gpuvc-reserve:v1.2.3}
 image: {digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}`,
 	"metrics off": `
 metrics: {enabled: false}`,
+	"agent metrics off": `
+agent: {metrics: {enabled: false}}`,
 	"service monitor": `
 metrics: {serviceMonitor: {enabled: true, labels: {release: prometheus}}}`,
 	"everything set": `
@@ -189,7 +191,8 @@ agent:
   runtimeClassName: nvidia
   priorityClassName: system-node-critical
   nodeSelector: {nvidia.com/gpu.present: "true"}
-  podLabels: {team: platform}`,
+  podLabels: {team: platform}
+  metrics: {port: 9500, podResourcesDir: /var/lib/kubelet/pod-resources}`,
 }
 
 func TestLint(t *testing.T) {
@@ -269,6 +272,9 @@ func TestRenderedObjects(t *testing.T) {
 		id("ValidatingAdmissionPolicy", "", "gpuvc-agent-node-fence"),
 		id("ValidatingAdmissionPolicyBinding", "", "gpuvc-agent-node-fence"),
 	}
+	agentRBACOnly := slices.Clone(agentRBAC)
+	// With agent.metrics (default): the agents' headless metrics Service.
+	agentRBAC = append(agentRBAC, ns("Service", "gpuvc-agent-metrics"))
 	agent := append([]string{ns("DaemonSet", "gpuvc-agent")}, agentRBAC...)
 	defaults := concat(core, leaderElection, pdb, metrics, certManager, agent)
 
@@ -285,6 +291,7 @@ func TestRenderedObjects(t *testing.T) {
 		"kind trial": concat(core, leaderElection, pdb, metrics, certManager, agentRBAC,
 			[]string{ns("DaemonSet", "gpuvc-agent-a100")}),
 		"metrics off":              concat(core, leaderElection, pdb, certManager, agent),
+		"agent metrics off":        concat(core, leaderElection, pdb, metrics, certManager, agentRBACOnly, []string{ns("DaemonSet", "gpuvc-agent")}),
 		"real nodes":               defaults,
 		"platform vCluster values": concat(defaults, []string{ns("ConfigMap", "gpuvc-vcluster-values")}),
 		"service monitor":          concat(defaults, []string{ns("ServiceMonitor", "gpuvc-manager")}),
@@ -358,7 +365,19 @@ func TestSecurityContexts(t *testing.T) {
 					t.Errorf("%s %s uses host namespaces", u.GetKind(), u.GetName())
 				}
 				devicePlugin := u.GetKind() == "DaemonSet" && strings.Contains(values, "devicePlugin: {enabled: true}")
+				// A real-GPU agent with metrics reads the kubelet's pod-resources socket
+				// (root-only), mounted read-only.
+				podResources := false
 				for _, v := range spec.Volumes {
+					if u.GetKind() == "DaemonSet" && v.HostPath != nil && v.HostPath.Path == "/var/lib/kubelet/pod-resources" {
+						podResources = true
+						for _, vm := range spec.Containers[0].VolumeMounts {
+							if vm.Name == v.Name && !vm.ReadOnly {
+								t.Errorf("%s %s mounts the pod-resources folder writable", u.GetKind(), u.GetName())
+							}
+						}
+						continue
+					}
 					if v.HostPath != nil && !(devicePlugin && v.HostPath.Path == "/var/lib/kubelet/device-plugins") {
 						t.Errorf("%s %s mounts host path %s", u.GetKind(), u.GetName(), v.HostPath.Path)
 					}
@@ -384,9 +403,9 @@ func TestSecurityContexts(t *testing.T) {
 						t.Errorf("%s %s container %s capabilities %+v: want drop ALL", u.GetKind(), u.GetName(), c.Name, sc.Capabilities)
 					}
 					psc := spec.SecurityContext
-					if devicePlugin {
+					if devicePlugin || podResources {
 						if psc == nil || psc.RunAsUser == nil || *psc.RunAsUser != 0 || psc.SeccompProfile == nil {
-							t.Errorf("device-plugin agent: pod security context %+v: want root with RuntimeDefault seccomp", psc)
+							t.Errorf("device-plugin or pod-resources agent: pod security context %+v: want root with RuntimeDefault seccomp", psc)
 						}
 						continue
 					}

@@ -71,6 +71,9 @@ type Options struct {
 	Accounting accounting.Options
 	// Idle paces the idle policy (manager/idle) and says where its waker answers.
 	Idle idle.Options
+	// AgentMetrics is where the node agents serve their metrics; with a port the
+	// leader applies spec.idle.gpuPods from their per-pod GPU utilization.
+	AgentMetrics AgentMetrics
 	// SkipNameValidation lets a process run a second manager after the first
 	// (tests that restart the manager).
 	SkipNameValidation bool
@@ -141,11 +144,18 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := metrics.Registry.Register(team.NewUsageCollector(mgr.GetCache())); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 		return nil, err
 	}
+	// Queueing teams' standing in Kueue per GPU kind (status.queue.flavors).
+	if err := metrics.Registry.Register(team.NewQueueCollector(mgr.GetCache())); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+		return nil, err
+	}
 	if err := addAccounting(mgr, opts.Accounting); err != nil {
 		return nil, err
 	}
 	// The idle policy runs on the leader: the teams' Services point at its waker.
 	if err := addIdle(ctx, mgr, opts.Idle); err != nil {
+		return nil, err
+	}
+	if err := addGPUPodReaper(mgr, opts.AgentMetrics, opts.Idle); err != nil {
 		return nil, err
 	}
 	if opts.WebhookPort != 0 {

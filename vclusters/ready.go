@@ -10,6 +10,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -24,6 +25,7 @@ const (
 	ReasonControlPlaneMissing  = "ControlPlaneMissing"
 	ReasonControlPlaneRollout  = "ControlPlaneRollingOut"
 	ReasonControlPlaneStarting = "ControlPlaneStarting"
+	ReasonServiceNotRouting    = "ServiceNotRouting"
 )
 
 // Readiness says whether a virtual cluster's control plane serves, and if not why,
@@ -35,7 +37,8 @@ type Readiness struct {
 }
 
 // Ready reports whether the release of spec is deployed and its control plane has
-// every replica ready at the current revision. The chart runs the control plane as a
+// every replica ready at the current revision, listed as a ready endpoint of its
+// Service (where the team's kubeconfig points). The chart runs the control plane as a
 // StatefulSet <Name>, or as a Deployment <Name> when the datastore is ephemeral. An
 // error means the state could not be read, not that it is unready.
 func (c *Client) Ready(ctx context.Context, spec Spec) (Readiness, error) {
@@ -68,7 +71,30 @@ func (c *Client) Ready(ctx context.Context, spec Spec) (Readiness, error) {
 		}
 		pods = list.Items
 	}
-	return workloadReadiness(spec, w, pods), nil
+	r := workloadReadiness(spec, w, pods)
+	if !r.Ready {
+		return r, nil
+	}
+	return c.serviceReadiness(ctx, spec, r)
+}
+
+// serviceReadiness holds a ready control plane back until its Service has a ready
+// endpoint: the team's kubeconfig points at that Service, and the EndpointSlice
+// controller lists a pod some time after the pod turns ready (seconds on a busy
+// host), during which the address refuses connections.
+func (c *Client) serviceReadiness(ctx context.Context, spec Spec, ready Readiness) (Readiness, error) {
+	slices, err := c.kube.DiscoveryV1().EndpointSlices(spec.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=" + spec.Name,
+	})
+	if err != nil {
+		return Readiness{}, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", spec.Namespace, spec.Name, err)
+	}
+	if podstatus.ReadyEndpoints(slices.Items) == 0 {
+		return Readiness{Reason: ReasonServiceNotRouting,
+			Message: fmt.Sprintf("vCluster control plane %s/%s is ready but its Service lists no ready endpoint yet "+
+				"(the EndpointSlice controller has not caught up)", spec.Namespace, spec.Name)}, nil
+	}
+	return ready, nil
 }
 
 // workload is what readiness needs of a StatefulSet or Deployment.

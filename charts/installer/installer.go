@@ -55,6 +55,8 @@ type Result struct {
 	Waited     bool             `json:"waited"`
 	Workloads  []WorkloadStatus `json:"workloads,omitempty"`
 	CRDs       []string         `json:"crds"`
+	// Kueue is what the cluster serves of Kueue (nil with --kueue=off).
+	Kueue *KueueReport `json:"kueue,omitempty"`
 	// Notes are things the user should know about this run.
 	Notes []string `json:"notes,omitempty"`
 	// Manifest is the rendered chart (dry runs only), CRDs first.
@@ -175,6 +177,8 @@ type InstallOptions struct {
 	Progress Progress
 	// Timeout bounds Helm's own operations (gpuvc's chart has no hooks today).
 	Timeout time.Duration
+	// Kueue: detect (""), require or off (kueue.go).
+	Kueue KueueMode
 }
 
 // Install installs the release, or upgrades it when it exists (`helm upgrade
@@ -193,6 +197,10 @@ func (in *Installer) Install(ctx context.Context, opts InstallOptions) (*Result,
 		return nil, err
 	}
 	if err := in.reach(); err != nil {
+		return nil, err
+	}
+	kueue, err := in.checkKueue(opts.Kueue)
+	if err != nil {
 		return nil, err
 	}
 	last, err := in.lastRelease()
@@ -244,6 +252,7 @@ func (in *Installer) Install(ctx context.Context, opts InstallOptions) (*Result,
 		return nil, fmt.Errorf("helm %s of %s in namespace %s: %w", map[Action]string{Installed: "install", Upgraded: "upgrade"}[act], ReleaseName, in.namespace, err)
 	}
 	res := newResult(rel, act, in.namespace)
+	res.Kueue = kueue
 	res.Notes = notes
 	ws, err := Workloads(rel.Manifest, in.namespace)
 	if err != nil {

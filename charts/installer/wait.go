@@ -181,29 +181,16 @@ func daemonSetStatus(ds *appsv1.DaemonSet) (bool, string) {
 	return true, fmt.Sprintf("%d/%d pods available", st.NumberAvailable, desired)
 }
 
-// endpointsStatus counts the Service's ready endpoints (a dual-stack pod appears
-// in two slices: counted once).
+// endpointsStatus counts the Service's ready endpoints.
 func endpointsStatus(slices []discoveryv1.EndpointSlice) (bool, string) {
-	ready := map[string]bool{}
-	for _, sl := range slices {
-		for _, ep := range sl.Endpoints {
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-				continue
-			}
-			id := strings.Join(ep.Addresses, ",")
-			if ep.TargetRef != nil {
-				id = ep.TargetRef.Namespace + "/" + ep.TargetRef.Name
-			}
-			ready[id] = true
-		}
-	}
-	if len(ready) == 0 {
+	ready := podstatus.ReadyEndpoints(slices)
+	if ready == 0 {
 		return false, "no ready endpoints (the webhook fails closed: pods in team namespaces are refused until one is ready)"
 	}
-	if len(ready) == 1 {
+	if ready == 1 {
 		return true, "1 ready endpoint"
 	}
-	return true, fmt.Sprintf("%d ready endpoints", len(ready))
+	return true, fmt.Sprintf("%d ready endpoints", ready)
 }
 
 // Snapshot reads every workload's status once.

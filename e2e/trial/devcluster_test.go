@@ -42,11 +42,12 @@ func TestDevClusterWithRealNode(t *testing.T) {
 		return out + errOut
 	}
 	host("install", "-f", filepath.Join(dir, "values.yaml"), "--wait", "--timeout", "5m")
-	host("team", "create", "demo", "--pool", "system", "--gpus", "1", "--wait", "--timeout", "5m")
+	t.Logf("team create --wait:\n%s", host("team", "create", "demo", "--pool", "system", "--gpus", "1", "--wait", "--timeout", "5m"))
 	teamFile := filepath.Join(t.TempDir(), "demo.kubeconfig")
 	host("team", "kubeconfig", "demo", "-f", teamFile)
 	got, errOut, err := run(ctx, kubectlPath(t), "--kubeconfig", teamFile, "get", "namespaces", "--no-headers")
 	if err != nil || !strings.Contains(got, "kube-system") {
-		t.Errorf("the team kubeconfig does not work: %v\n%s%s", err, got, errOut)
+		slices, _, _ := run(ctx, kubectlPath(t), "--kubeconfig", kubeconfig, "-n", "team-demo", "get", "endpointslices,pods", "-o", "wide")
+		t.Errorf("the team kubeconfig does not work: %v\n%s%s\nthe team's host objects:\n%s", err, got, errOut, slices)
 	}
 }

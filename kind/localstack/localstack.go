@@ -21,6 +21,7 @@ import (
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
+	"github.com/gpuvc/gpuvc/kind/localkueue"
 	"github.com/gpuvc/gpuvc/kind/localnode"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 )
@@ -54,6 +55,9 @@ type Options struct {
 	// Gpuvc is the gpuvc binary put into the gpuvc image and run as the node's
 	// GPU agent; empty means this program.
 	Gpuvc string
+	// Kueue runs the builder's Kueue controller beside the control plane
+	// (kueue.go), for Teams with spec.queueing.
+	Kueue bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -65,6 +69,8 @@ type Stack struct {
 	Node *localnode.Node
 	// Pools are the kwok pools.
 	Pools []nodepool.Pool
+	// Kueue is the local Kueue, nil without Options.Kueue.
+	Kueue *localkueue.Kueue
 }
 
 // ClusterDir and NodeDir are the folders of the control plane and the node.
@@ -122,10 +128,21 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	began := time.Now()
 	if !real {
 		s.ControlPlane, err = localcluster.Start(ctx, localcluster.Options{Dir: ClusterDir(opts.Dir), Pools: s.Pools, Detached: true, Log: log})
-		return s, err
+		if err != nil || !opts.Kueue {
+			return s, err
+		}
+		if s.Kueue, err = startKueue(ctx, opts.Dir, s.ControlPlane, log); err != nil {
+			return nil, errors.Join(err, Down(context.WithoutCancel(ctx), opts.Dir, log))
+		}
+		return s, nil
 	}
 	if err := s.startReal(ctx, m, opts, log); err != nil {
 		return nil, errors.Join(err, Down(context.WithoutCancel(ctx), opts.Dir, log))
+	}
+	if opts.Kueue {
+		if s.Kueue, err = startKueue(ctx, opts.Dir, s.ControlPlane, log); err != nil {
+			return nil, errors.Join(err, Down(context.WithoutCancel(ctx), opts.Dir, log))
+		}
 	}
 	fmt.Fprintf(log, "localstack: control plane and real node %s ready in %v\n", RealNodeName, time.Since(began).Round(time.Second))
 	return s, nil
@@ -190,7 +207,8 @@ func Down(ctx context.Context, dir string, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	// Kueue first: its webhooks are the API server's to call.
+	errs := []error{stopKueue(dir)}
 	if HasRealNode(dir) {
 		if os.Geteuid() != 0 {
 			return fmt.Errorf("a real node runs from %s: removing it needs root", NodeDir(dir))

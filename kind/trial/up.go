@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -228,30 +226,12 @@ func runDemoPods(ctx context.Context, c *Cluster, tc *teamctl.Client, d DemoTeam
 // address in its kubeconfig: it does once the team is Ready, wherever kind's node
 // addresses route to this machine.
 func reachable(ctx context.Context, team, server string, log *progress) error {
-	u, err := url.Parse(server)
-	if err != nil {
-		return fmt.Errorf("team %s: server %q: %w", team, server, err)
-	}
-	addr := u.Host
-	if u.Port() == "" { // https://<ClusterIP>, as the local trial's team servers are
-		addr = net.JoinHostPort(u.Hostname(), "443")
-	}
-	var last error
-	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		conn, err := (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, "tcp", addr)
-		if err != nil {
-			if last == nil {
-				log.printf("team %s: %s does not answer yet: %v", team, addr, err)
-			}
-			last = err
-			return false, nil
-		}
-		conn.Close()
-		return true, nil
+	err := teamctl.Reachable(ctx, server, time.Minute, func(addr string, err error) {
+		log.printf("team %s: %s does not answer yet: %v", team, addr, err)
 	})
 	if err != nil {
 		return fmt.Errorf("team %s: its vCluster at %s does not answer from this machine (%v): kind node addresses "+
-			"route to the host only with a Linux Docker engine (Docker Desktop keeps them inside its VM); see docs/trial.md", team, server, last)
+			"route to the host only with a Linux Docker engine (Docker Desktop keeps them inside its VM); see docs/trial.md", team, server, err)
 	}
 	return nil
 }

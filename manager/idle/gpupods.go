@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,9 +21,9 @@ import (
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
-// Utilization says how busy the GPUs a pod holds are. The node agent's per-pod
-// GPU utilization implements it once it lands; the manager runs the GPU-pod
-// policy only when it is given one.
+// Utilization says how busy the GPUs a pod holds are. manager/agentmetrics
+// implements it from the node agents' metrics; the manager runs the GPU-pod
+// policy only when the agents' metrics are on (--agent-metrics-port).
 type Utilization interface {
 	// PodGPUUtilization is the pod's GPU utilization in percent (the busiest of
 	// its GPUs) at the last sample; known is false when nothing is known of the pod.
@@ -52,6 +53,11 @@ func NewGPUPodReaper(c client.Client, reader client.Reader, recorder events.Even
 	}
 	return &GPUPodReaper{client: c, reader: reader, recorder: recorder, util: util, clock: clk,
 		idleSince: map[types.UID]time.Time{}, acted: map[types.UID]bool{}}
+}
+
+// Run ticks every interval until ctx ends; the manager runs it on the leader.
+func (r *GPUPodReaper) Run(ctx context.Context, interval time.Duration) {
+	wait.UntilWithContext(ctx, r.Tick, interval)
 }
 
 // Tick looks at the GPU pods of every team with a GPU-pod idle policy once.
@@ -93,7 +99,7 @@ func (r *GPUPodReaper) tickTeam(ctx context.Context, t *gpuvcv1.Team, seen map[t
 		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || !holdsGPU(p) {
 			continue
 		}
-		percent, known, err := r.util.PodGPUUtilization(ctx, p.Namespace, p.Name)
+		percent, known, err := r.utilizationOf(ctx, p)
 		if err != nil || !known {
 			continue // unknown is not idle
 		}
@@ -124,9 +130,27 @@ func (r *GPUPodReaper) tickTeam(ctx context.Context, t *gpuvcv1.Team, seen map[t
 	return nil
 }
 
+// utilizationOf asks for the pod's own GPUs, or for a share pod for the GPU its
+// reservation pod (LabelShareGroup, same namespace) holds: the whole GPU's
+// utilization bounds each share's, so an idle shared GPU means every share on
+// it is idle, while a busy one says nothing of a single share (none is idle).
+func (r *GPUPodReaper) utilizationOf(ctx context.Context, p *corev1.Pod) (float64, bool, error) {
+	name := p.Name
+	if p.Annotations[contract.AnnotationShareUnits] != "" {
+		if name = p.Labels[contract.LabelShareGroup]; name == "" {
+			return 0, false, nil // not bound to a reservation yet
+		}
+	}
+	return r.util.PodGPUUtilization(ctx, p.Namespace, name)
+}
+
 func (r *GPUPodReaper) act(ctx context.Context, p *corev1.Pod, policy *gpuvcv1.GPUPodIdle, idleFor time.Duration, percent float64) error {
-	msg := fmt.Sprintf("the pod's GPUs have been at or below %d%% utilization (now %.0f%%) for %v (team policy spec.idle.gpuPods.after %v)",
-		policy.MaxUtilizationPercent, percent, idleFor.Round(time.Second), policy.After.Duration)
+	what := "the pod's GPUs have"
+	if g := p.Labels[contract.LabelShareGroup]; p.Annotations[contract.AnnotationShareUnits] != "" && g != "" {
+		what = fmt.Sprintf("the shared GPU (held by reservation pod %s, for every share on it) has", g)
+	}
+	msg := fmt.Sprintf("%s been at or below %d%% utilization (now %.0f%%) for %v (team policy spec.idle.gpuPods.after %v)",
+		what, policy.MaxUtilizationPercent, percent, idleFor.Round(time.Second), policy.After.Duration)
 	if policy.Action != gpuvcv1.IdleActionEvict {
 		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, "GPUIdle", "Notify", "%s; it keeps running (action Notify)", msg)
 		return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
 	"github.com/gpuvc/gpuvc/manager/accounting"
+	"github.com/gpuvc/gpuvc/manager/idle"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/vclusters"
 	"github.com/gpuvc/gpuvc/vclusters/vclusterstest"
@@ -35,6 +36,10 @@ type Manager struct {
 type Options struct {
 	Team       team.Options
 	Accounting accounting.Options
+	// Idle and AgentMetrics as `gpuvc manager --idle-* --agent-metrics-port
+	// --agent-namespace` set them (a test may set Idle.Clock).
+	Idle         idle.Options
+	AgentMetrics manager.AgentMetrics
 }
 
 // Start installs the CRDs on cp and runs the manager until Stop. Team options not
@@ -83,6 +88,8 @@ func StartWith(ctx context.Context, cp *localcluster.ControlPlane, o Options) (*
 		ReserveImage: "gpuvc.test/gpuvc:test",
 		Team:         opts,
 		Accounting:   o.Accounting,
+		Idle:         o.Idle,
+		AgentMetrics: o.AgentMetrics,
 		// A test may stop the manager and start another in the same process.
 		SkipNameValidation: true,
 	})

@@ -87,17 +87,41 @@ func (r *Reconciler) removeQueue(ctx context.Context, t *gpuvcv1.Team) error {
 }
 
 // recordQueue copies the team's standing in Kueue into the status (nil without
-// spec.queueing); an unreadable ClusterQueue leaves the last one.
+// spec.queueing): its ClusterQueue's, the lent GPUs from its cohort's
+// ClusterQueues, the queued ones from its waiting Workloads. An unreadable
+// ClusterQueue leaves the last standing.
 func (r *Reconciler) recordQueue(ctx context.Context, t *gpuvcv1.Team) {
 	if t.Spec.Queueing == nil {
 		t.Status.Queue = nil
 		return
 	}
+	logger := log.FromContext(ctx)
 	cq := &unstructured.Unstructured{}
 	cq.SetGroupVersionKind(teamqueue.ClusterQueueKind)
 	if err := r.client.Get(ctx, client.ObjectKey{Name: teamqueue.ClusterQueueName(t.Name)}, cq); err != nil {
-		log.FromContext(ctx).V(1).Info("reading the team's ClusterQueue", "err", err)
+		logger.V(1).Info("reading the team's ClusterQueue", "err", err)
 		return
 	}
-	t.Status.Queue = teamqueue.Status(t, cq)
+	in := teamqueue.Standing{ClusterQueue: cq, Cohort: []*unstructured.Unstructured{cq}}
+	cqs := &unstructured.UnstructuredList{}
+	cqs.SetGroupVersionKind(teamqueue.ClusterQueueKind.GroupVersion().WithKind("ClusterQueueList"))
+	if err := r.client.List(ctx, cqs, client.MatchingLabels{LabelManagedBy: managedBy}); err != nil {
+		logger.V(1).Info("listing the cohort's ClusterQueues", "err", err)
+	}
+	cohort := teamqueue.CohortName(t.Spec.Pool)
+	for i := range cqs.Items {
+		o := &cqs.Items[i]
+		if c, _, _ := unstructured.NestedString(o.Object, "spec", "cohortName"); c == cohort && o.GetName() != cq.GetName() {
+			in.Cohort = append(in.Cohort, o)
+		}
+	}
+	wls := &unstructured.UnstructuredList{}
+	wls.SetGroupVersionKind(teamqueue.GroupVersion.WithKind("WorkloadList"))
+	if err := r.client.List(ctx, wls, client.InNamespace(gpuvcv1.HostNamespace(t.Name))); err != nil {
+		logger.V(1).Info("listing the team's Workloads", "err", err)
+	}
+	for i := range wls.Items {
+		in.Workloads = append(in.Workloads, &wls.Items[i])
+	}
+	t.Status.Queue = teamqueue.Status(t, in)
 }

@@ -9,7 +9,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamqueue"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
@@ -30,13 +30,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
 	// Kueue objects of queueing teams, if Kueue is installed now (installed later:
 	// they are still applied on every reconcile, only drift waits for the next one).
-	for _, gvk := range []schema.GroupVersionKind{teamqueue.ClusterQueueKind, teamqueue.LocalQueueKind} {
-		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			r.kueueAtStart = true
-			obj := &metav1.PartialObjectMetadata{}
-			obj.SetGroupVersionKind(gvk)
-			b = b.Owns(obj, builder.OnlyMetadata)
-		}
+	// A ClusterQueue's change (its status too) wakes every queueing team of its
+	// pool: what one team borrows is what the others lend.
+	if _, err := mgr.GetRESTMapper().RESTMapping(teamqueue.ClusterQueueKind.GroupKind(), teamqueue.ClusterQueueKind.Version); err == nil {
+		r.kueueAtStart = true
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(teamqueue.ClusterQueueKind)
+		b = b.WatchesMetadata(obj, handler.EnqueueRequestsFromMapFunc(poolTeams(mgr.GetClient())))
+	}
+	if _, err := mgr.GetRESTMapper().RESTMapping(teamqueue.LocalQueueKind.GroupKind(), teamqueue.LocalQueueKind.Version); err == nil {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(teamqueue.LocalQueueKind)
+		b = b.Owns(obj, builder.OnlyMetadata)
 	}
 	return b.
 		For(&gpuvcv1.Team{}).
@@ -56,6 +61,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(teamOfNamespace),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == celpolicy.ParamsName }))).
 		Complete(r)
+}
+
+// poolTeams maps a team's ClusterQueue to the queueing teams of its pool, the
+// team itself included (also when it is gone: its reconcile cleans up).
+func poolTeams(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		name := obj.GetLabels()[contract.LabelTeam]
+		if name == "" {
+			return nil
+		}
+		reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+		owner := &gpuvcv1.Team{}
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, owner); err != nil {
+			return reqs
+		}
+		teams := &gpuvcv1.TeamList{}
+		if err := c.List(ctx, teams); err != nil {
+			return reqs
+		}
+		for _, t := range teams.Items {
+			if t.Name != name && t.Spec.Pool == owner.Spec.Pool && t.Spec.Queueing != nil {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: t.Name}})
+			}
+		}
+		return reqs
+	}
 }
 
 // teamOfNamespace maps an object in a team namespace (team-<name>) to its Team.

@@ -4,10 +4,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // GroupVersion is the Kueue API version gpuvc writes (Kueue v0.15 and later serve it).
-var GroupVersion = schema.GroupVersion{Group: "kueue.x-k8s.io", Version: "v1beta2"}
+var GroupVersion = schema.GroupVersion{Group: contract.KueueGroup, Version: contract.KueueAPIVersion}
 
 // Kinds gpuvc writes.
 var (
@@ -70,6 +72,6 @@ type localQueueSpec struct {
 // Kueue versions: MinKueueVersion is the first to serve GroupVersion;
 // TestedKueueVersion is the one the tests run (kind/localcluster.KueueVersion).
 const (
-	MinKueueVersion    = "v0.15.0"
-	TestedKueueVersion = "v0.17.0"
+	MinKueueVersion    = contract.KueueMinVersion
+	TestedKueueVersion = contract.KueueTestedVersion
 )

@@ -1,15 +1,31 @@
 package teamqueue
 
 import (
-	"k8s.io/apimachinery/pkg/api/resource"
+	"sort"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gpuvc/gpuvc/gpu/mig"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
-// Status reads a team's standing from its ClusterQueue's status (whole GPUs).
-func Status(t *gpuvcv1.Team, cq *unstructured.Unstructured) *gpuvcv1.QueueStatus {
+// Standing is what a team's queue status is read from.
+type Standing struct {
+	// ClusterQueue is the team's.
+	ClusterQueue *unstructured.Unstructured
+	// Cohort are the ClusterQueues of its pool's cohort, its own included; lent
+	// GPUs are read from them.
+	Cohort []*unstructured.Unstructured
+	// Workloads are Kueue's Workloads in the team's namespace; the waiting ones
+	// count as queued.
+	Workloads []*unstructured.Unstructured
+}
+
+// Status reads a team's standing: per GPU kind what it is guaranteed, uses,
+// borrows, lends and has waiting, and its pods admitted and waiting.
+func Status(t *gpuvcv1.Team, in Standing) *gpuvcv1.QueueStatus {
+	cq := in.ClusterQueue
 	s := &gpuvcv1.QueueStatus{
 		ClusterQueue:       cq.GetName(),
 		GuaranteedGPUs:     int64(t.Spec.GuaranteedGPUs()),
@@ -18,26 +34,44 @@ func Status(t *gpuvcv1.Team, cq *unstructured.Unstructured) *gpuvcv1.QueueStatus
 	pending, _, _ := unstructured.NestedInt64(cq.Object, "status", "pendingWorkloads")
 	admitted, _, _ := unstructured.NestedInt64(cq.Object, "status", "admittedWorkloads")
 	s.QueuedPods, s.AdmittedPods = int32(pending), int32(admitted)
-	flavors, _, _ := unstructured.NestedSlice(cq.Object, "status", "flavorsReservation")
-	for _, f := range flavors {
-		rs, _, _ := unstructured.NestedSlice(f.(map[string]any), "resources")
-		for _, r := range rs {
-			rm, _ := r.(map[string]any)
-			if rm["name"] != contract.ResourceGPU {
-				continue
-			}
-			s.UsedGPUs += quantity(rm["total"])
-			s.BorrowedGPUs += quantity(rm["borrowed"])
+	s.WeightedShare, _, _ = unstructured.NestedInt64(cq.Object, "status", "fairSharing", "weightedShare")
+
+	queued := queuedRequests(in.Workloads)
+	for _, k := range gpuKinds(t) {
+		f := gpuvcv1.QueueFlavorStatus{
+			Flavor: k.flavor, Resource: k.resource,
+			Guaranteed: k.guaranteed, BorrowingLimit: k.borrowable,
+			Queued: queued[k.resource],
+		}
+		u := usageOf(cq, k.flavor, k.resource)
+		f.Used, f.Borrowed = u.total, u.borrowed
+		f.Lent = lent(cq.GetName(), in.Cohort, k.flavor, k.resource)
+		s.Flavors = append(s.Flavors, f)
+		if k.resource == contract.ResourceGPU {
+			s.UsedGPUs, s.BorrowedGPUs = f.Used, f.Borrowed
 		}
 	}
 	return s
 }
 
-func quantity(v any) int64 {
-	str, _ := v.(string)
-	q, err := resource.ParseQuantity(str)
-	if err != nil {
-		return 0
+// gpuKind is one GPU resource of a team's ClusterQueue.
+type gpuKind struct {
+	flavor, resource       string
+	guaranteed, borrowable int64
+}
+
+// gpuKinds are the team's GPU kinds, as Desired writes them: whole GPUs, then
+// the MIG profiles of spec.quota.mig in name order.
+func gpuKinds(t *gpuvcv1.Team) []gpuKind {
+	s := &t.Spec
+	kinds := []gpuKind{{FlavorName(s.Pool, ""), contract.ResourceGPU, int64(s.GuaranteedGPUs()), int64(s.BorrowableGPUs())}}
+	profiles := make([]string, 0, len(s.Quota.MIG))
+	for p := range s.Quota.MIG {
+		profiles = append(profiles, p)
 	}
-	return q.Value()
+	sort.Strings(profiles)
+	for _, p := range profiles {
+		kinds = append(kinds, gpuKind{FlavorName(s.Pool, p), mig.ResourceName(p), int64(s.Quota.MIG[p]), int64(s.BorrowableMIG(p))})
+	}
+	return kinds
 }

@@ -1,6 +1,8 @@
 package testobj
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -75,5 +77,15 @@ func (w *TeamWrapper) Egress(cidr string) *TeamWrapper {
 		w.Spec.Network = &gpuvcv1.Network{}
 	}
 	w.Spec.Network.AllowedEgressCIDRs = append(w.Spec.Network.AllowedEgressCIDRs, cidr)
+	return w
+}
+
+// IdleGPUPods sets spec.idle.gpuPods: pods whose GPUs stay at or below
+// maxPercent for after get action (Notify or Evict).
+func (w *TeamWrapper) IdleGPUPods(after time.Duration, action string, maxPercent int32) *TeamWrapper {
+	if w.Spec.Idle == nil {
+		w.Spec.Idle = &gpuvcv1.Idle{}
+	}
+	w.Spec.Idle.GPUPods = &gpuvcv1.GPUPodIdle{After: metav1.Duration{Duration: after}, Action: action, MaxUtilizationPercent: maxPercent}
 	return w
 }

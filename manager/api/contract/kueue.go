@@ -10,3 +10,13 @@ const (
 	// team's host namespace; the team's GPU pods name it.
 	KueueLocalQueueName = "gpuvc"
 )
+
+// Kueue's API as gpuvc uses it: the group, the version gpuvc writes
+// (KueueAPIVersion, served since KueueMinVersion) and the Kueue release the tests
+// run (KueueTestedVersion, kind/localcluster.KueueVersion).
+const (
+	KueueGroup         = "kueue.x-k8s.io"
+	KueueAPIVersion    = "v1beta2"
+	KueueMinVersion    = "v0.15.0"
+	KueueTestedVersion = "v0.17.0"
+)

@@ -121,4 +121,36 @@ type QueueStatus struct {
 	// AdmittedPods run on quota; QueuedPods wait for it.
 	AdmittedPods int32 `json:"admittedPods"`
 	QueuedPods   int32 `json:"queuedPods"`
+	// WeightedShare is Kueue's fair-sharing measure of the team's borrowing: 0
+	// at or below its guarantee, higher the more it borrows for its weight.
+	// +optional
+	WeightedShare int64 `json:"weightedShare,omitempty"`
+	// Flavors is the standing per GPU kind: whole GPUs first, then each MIG
+	// profile of spec.quota.mig.
+	// +optional
+	// +listType=map
+	// +listMapKey=resource
+	Flavors []QueueFlavorStatus `json:"flavors,omitempty"`
+}
+
+// QueueFlavorStatus is a team's standing in one GPU kind (a Kueue ResourceFlavor
+// and its resource). All figures count devices: whole GPUs or MIG slices.
+type QueueFlavorStatus struct {
+	// Flavor is the pool's Kueue ResourceFlavor, e.g. gpuvc-a100-gpu.
+	Flavor string `json:"flavor"`
+	// Resource is nvidia.com/gpu or nvidia.com/mig-<profile>.
+	Resource string `json:"resource"`
+	// Guaranteed and BorrowingLimit restate the spec.
+	Guaranteed     int64 `json:"guaranteed"`
+	BorrowingLimit int64 `json:"borrowingLimit"`
+	// Used is what Kueue reserved for the team's admitted pods; Borrowed the
+	// part of it beyond the guarantee.
+	Used     int64 `json:"used"`
+	Borrowed int64 `json:"borrowed"`
+	// Lent is the part of the team's idle, lendable guarantee that other teams
+	// of the pool use now: what the cohort borrows, shared among its lenders in
+	// proportion to the idle guarantee each could lend (docs/queueing.md).
+	Lent int64 `json:"lent"`
+	// Queued is what the team's waiting pods request.
+	Queued int64 `json:"queued"`
 }

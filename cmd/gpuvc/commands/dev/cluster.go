@@ -18,6 +18,7 @@ import (
 type clusterFlags struct {
 	dir      string
 	kwokOnly bool
+	kueue    bool
 }
 
 func newClusterCommand(streams cli.Streams) *cobra.Command {
@@ -36,11 +37,13 @@ func newClusterCommand(streams cli.Streams) *cobra.Command {
 			"plane and, as root, a real node (system-0: kubelet, containerd, runc, kube-proxy, kube-router,\n" +
 			"simulated GPUs) where the manager and every team's vCluster run, so `gpuvc team create --wait`\n" +
 			"reaches Ready with a working kubeconfig; plus kwok GPU nodes (pools a100, h100) whose pods are\n" +
-			"only marked Running. Not root, or with --kwok-only: kwok nodes only.\n" +
+			"only marked Running. Not root, or with --kwok-only: kwok nodes only. --kueue also runs Kueue\n" +
+			"(the prebuilt controller as a local process), for Teams with spec.queueing.\n" +
 			"It runs prebuilt binaries: `make binaries` in a gpuvc checkout builds them once (~16 min).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return clusterUp(cmd.Context(), streams, flags) },
 	}
+	up.Flags().BoolVar(&flags.kueue, "kueue", false, "also run Kueue "+localcluster.KueueVersion+" (as root: it needs /etc/kueue), for Teams with spec.queueing")
 	up.Flags().BoolVar(&flags.kwokOnly, "kwok-only", false, "no real node: every node is a kwok node (no root needed; no vCluster serves, team kubeconfigs stay pending)")
 	cmd.AddCommand(
 		up,
@@ -74,7 +77,7 @@ func clusterUp(ctx context.Context, streams cli.Streams, flags *clusterFlags) er
 	if err := localstack.Down(ctx, flags.dir, streams.ErrOut); err != nil {
 		return err
 	}
-	s, err := localstack.Up(ctx, localstack.Options{Dir: flags.dir, KwokOnly: kwokOnly, Log: streams.ErrOut})
+	s, err := localstack.Up(ctx, localstack.Options{Dir: flags.dir, KwokOnly: kwokOnly, Kueue: flags.kueue, Log: streams.ErrOut})
 	if err != nil {
 		return err
 	}
@@ -88,6 +91,9 @@ func clusterUp(ctx context.Context, streams cli.Streams, flags *clusterFlags) er
 		}
 	}
 	fmt.Fprintf(streams.ErrOut, "nodes (pool/node): %s\nlogs: %s\n", strings.Join(nodes, ", "), filepath.Join(localstack.ClusterDir(flags.dir), "logs"))
+	if s.Kueue != nil {
+		fmt.Fprintf(streams.ErrOut, "kueue %s: running (log %s); Teams may set spec.queueing\n", localcluster.KueueVersion, s.Kueue.LogPath)
+	}
 	if s.Node != nil {
 		values := filepath.Join(flags.dir, "values.yaml")
 		b, err := yaml.Marshal(localstack.Values())

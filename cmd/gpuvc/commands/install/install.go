@@ -25,6 +25,7 @@ type flags struct {
 	wait            bool
 	timeout         time.Duration
 	dryRun          bool
+	kueue           string
 	out             *cli.Output
 }
 
@@ -44,7 +45,10 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			"checked against the chart's schema before anything is sent to the cluster.\n\n" +
 			"The CRDs are created or updated first (Helm itself installs a chart's crds/ only once\n" +
 			"and never updates or deletes them). --wait waits until the manager's replicas, the\n" +
-			"webhook's endpoints and the agent DaemonSets are ready, printing progress to stderr.",
+			"webhook's endpoints and the agent DaemonSets are ready, printing progress to stderr.\n\n" +
+			"Teams with spec.queueing need Kueue (kueue.x-k8s.io/v1beta2, Kueue v0.15 or later),\n" +
+			"which gpuvc does not install: --kueue=detect (default) reports whether the cluster\n" +
+			"serves it, --kueue=require refuses to install without it, --kueue=off does not look.",
 		Example: "  gpuvc install --wait\n" +
 			"  gpuvc install -f gpuvc-values.yaml --set manager.replicas=3 --wait --timeout 10m\n" +
 			"  gpuvc install --set certManager.enabled=false --wait     # no cert-manager: the manager rotates its own certificate\n" +
@@ -64,6 +68,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.BoolVar(&f.reuseValues, "reuse-values", false, "keep the previous revision's values under the ones given now")
 	fs.BoolVar(&f.wait, "wait", false, "wait until the manager, its webhook endpoints and the agents are ready, printing progress")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long the install or upgrade, and --wait, may take")
+	fs.StringVar(&f.kueue, "kueue", string(installer.KueueDetect), "Kueue, for Teams with spec.queueing: detect (report whether it is there), require (refuse to install without it) or off")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the rendered manifests (CRDs included) without contacting a cluster")
 	f.out.AddFlag(fs)
 	return cmd
@@ -79,6 +84,9 @@ func (f *flags) validate() error {
 	}
 	if f.timeout <= 0 {
 		return fmt.Errorf("--timeout %s: must be more than 0, e.g. --timeout 5m", f.timeout)
+	}
+	if _, err := installer.ParseKueueMode(f.kueue); err != nil {
+		return err
 	}
 	if f.dryRun && f.wait {
 		return fmt.Errorf("--dry-run and --wait cannot be combined: a dry run creates nothing to wait for")
@@ -120,7 +128,7 @@ func (f *flags) run(ctx context.Context, streams cli.Streams, globals *cli.Globa
 	}
 	res, err := in.Install(ctx, installer.InstallOptions{
 		Values: vals, ReuseValues: f.reuseValues, CreateNamespace: f.createNamespace,
-		Wait: f.wait, Progress: progress(streams.ErrOut), Timeout: f.timeout,
+		Wait: f.wait, Progress: progress(streams.ErrOut), Timeout: f.timeout, Kueue: installer.KueueMode(f.kueue),
 	})
 	if res != nil {
 		for _, n := range res.Notes {
@@ -173,6 +181,9 @@ func printSummary(w io.Writer, r *installer.Result) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Kind, s.Name, ready, s.Status)
 		}
 		_ = tw.Flush()
+	}
+	if r.Kueue != nil {
+		fmt.Fprintf(w, "Kueue: %s\n", r.Kueue.Message)
 	}
 	fmt.Fprintf(w, "CRDs: %s (created or updated by gpuvc install; Helm never deletes them, so gpuvc uninstall keeps them)\n", strings.Join(r.CRDs, ", "))
 }

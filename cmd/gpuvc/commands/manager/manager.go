@@ -46,6 +46,7 @@ type flags struct {
 	accounting              accounting.Options
 	idle                    idle.Options
 	wakerPorts              string
+	agentMetrics            gpuvcmanager.AgentMetrics
 }
 
 // NewCommand returns the manager command.
@@ -90,6 +91,8 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringVar(&f.wakerPorts, "waker-ports", "40000-40999", "ports the waker listens on, one per team whose vCluster is asleep or about to be")
 	fs.DurationVar(&f.idle.Interval, "idle-interval", 30*time.Second, "how often the idle policy looks at every team")
 	fs.DurationVar(&f.idle.Probe, "idle-probe", 5*time.Minute, "how long before spec.idle.vcluster.sleepAfter the waker counts API connections (at most half of sleepAfter)")
+	fs.IntVar(&f.agentMetrics.Port, "agent-metrics-port", 0, "port of the node agents' /metrics (gpuvc agent --metrics-bind-address); set, the leader applies spec.idle.gpuPods from their per-pod GPU utilization (0: GPU-pod idle policies are only validated)")
+	fs.StringVar(&f.agentMetrics.Namespace, "agent-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the node agent pods (labels app.kubernetes.io/name=gpuvc, app.kubernetes.io/component=agent; the chart's release namespace)")
 	return cmd
 }
 
@@ -142,6 +145,7 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 		ReserveImage: f.reserveImage,
 		Accounting:   f.accounting,
 		Idle:         f.idle,
+		AgentMetrics: f.agentMetrics,
 		Team: team.Options{
 			Chart:                chart,
 			ServerURL:            serverURL,

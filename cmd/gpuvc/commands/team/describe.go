@@ -47,6 +47,7 @@ func describe(w io.Writer, t *gpuvcv1.Team, now time.Time) {
 	}
 	if t.Spec.Queueing != nil {
 		line("Queue", "%s", queueLine(t))
+		queueTable(w, t.Status.Queue)
 	}
 	line("Sharing", "%s", sharingLine(t.Spec.GPUSharing))
 	if g := gpuTimeLine(t.Status.GPUSeconds); g != "" {
@@ -183,6 +184,24 @@ func queueLine(t *gpuvcv1.Team) string {
 	if q == nil {
 		return fmt.Sprintf("elastic: %d GPUs guaranteed, may borrow %d (no report from Kueue yet)", t.Spec.GuaranteedGPUs(), t.Spec.BorrowableGPUs())
 	}
+	if len(q.Flavors) > 0 { // the figures are in the table below
+		return fmt.Sprintf("elastic: %d pods admitted, %d queued; fair-share %d (ClusterQueue %s)",
+			q.AdmittedPods, q.QueuedPods, q.WeightedShare, q.ClusterQueue)
+	}
 	return fmt.Sprintf("elastic: %d GPUs guaranteed, %d in use, %d borrowed of %d allowed; %d pods admitted, %d queued (ClusterQueue %s)",
 		q.GuaranteedGPUs, q.UsedGPUs, q.BorrowedGPUs, q.BorrowingLimitGPUs, q.AdmittedPods, q.QueuedPods, q.ClusterQueue)
+}
+
+// queueTable prints the standing per GPU kind (whole GPUs, MIG profiles), in
+// devices: lent is the part of the guarantee other teams of the pool use now.
+func queueTable(w io.Writer, q *gpuvcv1.QueueStatus) {
+	if q == nil || len(q.Flavors) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  RESOURCE\tGUARANTEED\tMAY BORROW\tUSED\tBORROWED\tLENT\tQUEUED")
+	for _, f := range q.Flavors {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\n", f.Resource, f.Guaranteed, f.BorrowingLimit, f.Used, f.Borrowed, f.Lent, f.Queued)
+	}
+	_ = tw.Flush()
 }

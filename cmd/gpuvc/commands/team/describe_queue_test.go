@@ -24,6 +24,19 @@ func TestDescribeShowsTheQueue(t *testing.T) {
 	describe(&b, tm, created)
 	require.Contains(t, b.String(), "Queue:       elastic: 6 GPUs guaranteed, 8 in use, 2 borrowed of 2 allowed; 8 pods admitted, 3 queued (ClusterQueue gpuvc-fraud)\n")
 
+	// Per GPU kind, from a manager that reports it.
+	tm.Status.Queue.WeightedShare = 250
+	tm.Status.Queue.Flavors = []gpuvcv1.QueueFlavorStatus{
+		{Flavor: "gpuvc-a100-gpu", Resource: "nvidia.com/gpu", Guaranteed: 6, BorrowingLimit: 2, Used: 8, Borrowed: 2, Queued: 3},
+		{Flavor: "gpuvc-a100-mig-1g.10gb", Resource: "nvidia.com/mig-1g.10gb", Guaranteed: 2, Used: 0, Lent: 2},
+	}
+	b.Reset()
+	describe(&b, tm, created)
+	require.Contains(t, b.String(), "Queue:       elastic: 8 pods admitted, 3 queued; fair-share 250 (ClusterQueue gpuvc-fraud)\n"+
+		"  RESOURCE                GUARANTEED  MAY BORROW  USED  BORROWED  LENT  QUEUED\n"+
+		"  nvidia.com/gpu          6           2           8     2         0     3\n"+
+		"  nvidia.com/mig-1g.10gb  2           0           0     0         2     0\n")
+
 	b.Reset()
 	describe(&b, fraudTeam(), created)
 	require.NotContains(t, b.String(), "Queue:")

@@ -1,0 +1,165 @@
+package idlegpu_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/e2e/testsupport/fakeagent"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	"github.com/gpuvc/gpuvc/gpu/nodeagent"
+	"github.com/gpuvc/gpuvc/gpu/usage"
+	"github.com/gpuvc/gpuvc/manager"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/idle"
+	"github.com/gpuvc/gpuvc/manager/managertest"
+)
+
+const (
+	agentNS = "gpuvc-system"
+	after   = 5 * time.Minute // the least spec.idle.gpuPods.after the API accepts
+)
+
+// TestManagerActsOnIdleGPUPods: with --agent-metrics-port and --agent-namespace
+// the manager finds the agent pod by the chart's labels, scrapes it, and after
+// spec.idle.gpuPods.after warns on the pod its agent reports idle (a GPUIdle
+// Warning event on the host pod, which vCluster copies to the team's pod) and,
+// with Evict, evicts it; with Notify the pod keeps running; a busy pod of the
+// same team is never touched.
+func TestManagerActsOnIdleGPUPods(t *testing.T) {
+	ctx := integration(t)
+	evictNS, notifyNS := gpuvcv1.HostNamespace("idle-evict"), gpuvcv1.HostNamespace("idle-notify")
+	pct := fakeagent.Percent
+	agent := fakeagent.Serve(t, "gpu-1", []usage.Sample{
+		{UUID: "GPU-0", GPU: 0, UtilizationPercent: pct(0), MemoryTotalBytes: 80 << 30},
+		{UUID: "GPU-1", GPU: 1, UtilizationPercent: pct(90), MemoryTotalBytes: 80 << 30},
+		{UUID: "GPU-2", GPU: 2, UtilizationPercent: pct(0), MemoryTotalBytes: 80 << 30},
+		{UUID: "GPU-3", GPU: 3, UtilizationPercent: pct(60), MemoryTotalBytes: 80 << 30},
+	}, map[string]nodeagent.DeviceOwner{
+		"GPU-0": {Namespace: evictNS, Pod: "idle", Container: "main", Resource: "nvidia.com/gpu"},
+		"GPU-1": {Namespace: evictNS, Pod: "busy", Container: "main", Resource: "nvidia.com/gpu"},
+		"GPU-2": {Namespace: notifyNS, Pod: "idle", Container: "main", Resource: "nvidia.com/gpu"},
+		"GPU-3": {Namespace: notifyNS, Pod: "busy", Container: "main", Resource: "nvidia.com/gpu"},
+	})
+	agent.RecordPod(ctx, t, c, agentNS)
+
+	clk := clocktesting.NewFakeClock(time.Now())
+	mgr, err := managertest.StartWith(ctx, cp, managertest.Options{
+		Idle:         idle.Options{Clock: clk, Interval: 250 * time.Millisecond},
+		AgentMetrics: manager.AgentMetrics{Port: agent.Port, Namespace: agentNS},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, mgr.Stop()) })
+
+	for team, action := range map[string]string{"idle-evict": gpuvcv1.IdleActionEvict, "idle-notify": gpuvcv1.IdleActionNotify} {
+		createTeamWithGPUPods(ctx, t, testobj.Team(team, "a100").GPUs(2).IdleGPUPods(after, action, 5).Obj())
+	}
+
+	// Each look of the manager (one scrape of the agent) happens a minute later
+	// on the idle policy's clock than the one before.
+	looks := agent.Scrapes()
+	poll.UntilSeen(ctx, t, 3*time.Minute, "the manager evicting "+evictNS+"/idle and warning on both idle pods", func(ctx context.Context) (bool, string, error) {
+		if n := agent.Scrapes(); n > looks {
+			looks = n
+			clk.Step(time.Minute)
+		}
+		evicted, _ := gone(ctx, evictNS, "idle")
+		evictEv, notifyEv := gpuIdleEvents(ctx, t, evictNS, "idle"), gpuIdleEvents(ctx, t, notifyNS, "idle")
+		return evicted && len(evictEv) > 0 && len(notifyEv) > 0,
+			fmt.Sprintf("evicted %v, GPUIdle events: %d on %s/idle, %d on %s/idle, %d looks", evicted, len(evictEv), evictNS, len(notifyEv), notifyNS, looks), nil
+	})
+
+	for ns, action := range map[string]string{evictNS: "action Evict", notifyNS: "action Notify"} {
+		ev := gpuIdleEvents(ctx, t, ns, "idle")
+		require.Len(t, ev, 1, "one GPUIdle event on %s/idle", ns)
+		t.Logf("%s/idle: %s %s %q (from %s)", ns, ev[0].Type, ev[0].Reason, ev[0].Message, ev[0].ReportingController)
+		require.Equal(t, corev1.EventTypeWarning, ev[0].Type)
+		require.Contains(t, ev[0].Message, "at or below 5% utilization (now 0%)")
+		require.Contains(t, ev[0].Message, action)
+		require.GreaterOrEqual(t, idleFor(t, ev[0].Message), after, "acted before spec.idle.gpuPods.after: %q", ev[0].Message)
+	}
+	p := &corev1.Pod{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: notifyNS, Name: "idle"}, p))
+	require.Nil(t, p.DeletionTimestamp, "Notify must leave the idle pod running")
+
+	// Two more looks, a minute apart each: the busy pods stay, untouched.
+	for range 2 {
+		before := agent.Scrapes()
+		poll.UntilSeen(ctx, t, time.Minute, "another look of the manager", func(context.Context) (bool, string, error) {
+			n := agent.Scrapes()
+			return n > before+1, fmt.Sprintf("%d scrapes", n), nil
+		})
+		clk.Step(time.Minute)
+	}
+	for _, ns := range []string{evictNS, notifyNS} {
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "busy"}, p))
+		require.Nil(t, p.DeletionTimestamp, "busy pod %s/busy was touched", ns)
+		require.Empty(t, gpuIdleEvents(ctx, t, ns, "busy"), "GPUIdle on busy pod %s/busy", ns)
+	}
+}
+
+// createTeamWithGPUPods creates tm (deleted, and waited for, when the test
+// ends, before the manager stops: its finalizer is the manager's) and, once the
+// manager has provisioned its namespace and the webhook admits them, pods idle
+// and busy with a GPU each, running on a kwok node.
+func createTeamWithGPUPods(ctx context.Context, t *testing.T, tm *gpuvcv1.Team) {
+	t.Helper()
+	require.NoError(t, c.Create(ctx, tm))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = c.Delete(ctx, tm)
+		poll.Until(ctx, t, 2*time.Minute, "team "+tm.Name+" deleted", func(ctx context.Context) (bool, error) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(tm), &gpuvcv1.Team{})
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		})
+	})
+	ns := gpuvcv1.HostNamespace(tm.Name)
+	for _, name := range []string{"idle", "busy"} {
+		poll.UntilSeen(ctx, t, 2*time.Minute, "pod "+ns+"/"+name+" admitted", func(ctx context.Context) (bool, string, error) {
+			err := c.Create(ctx, testobj.Pod(name, ns).GPUs("1").InPool("a100").Obj())
+			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err), nil
+		})
+		poll.Pod(ctx, t, cs, ns, name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	}
+}
+
+func gone(ctx context.Context, ns, name string) (bool, error) {
+	p := &corev1.Pod{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return err == nil && p.DeletionTimestamp != nil, err
+}
+
+// gpuIdleEvents are the GPUIdle events on pod ns/name (the manager writes
+// events.k8s.io events; the core API reads the same ones, as kubectl does).
+func gpuIdleEvents(ctx context.Context, t *testing.T, ns, name string) []corev1.Event {
+	t.Helper()
+	l, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + name + ",reason=GPUIdle"})
+	require.NoError(t, err)
+	return l.Items
+}
+
+var idleForRE = regexp.MustCompile(`\) for ([0-9hms.]+) \(team policy`)
+
+// idleFor is how long the event says the pod had been idle.
+func idleFor(t *testing.T, note string) time.Duration {
+	t.Helper()
+	m := idleForRE.FindStringSubmatch(note)
+	require.Len(t, m, 2, "no idle time in %q", note)
+	d, err := time.ParseDuration(m[1])
+	require.NoError(t, err)
+	return d
+}
