@@ -37,6 +37,7 @@ const (
 	pkgMIG   = "github.com/gpuvc/gpuvc/gpu/mig"
 	pkgAcct  = "github.com/gpuvc/gpuvc/manager/accounting"
 	pkgVCMem = "github.com/gpuvc/gpuvc/e2e/vcmem"
+	pkgQueue = "github.com/gpuvc/gpuvc/manager/teamqueue"
 )
 
 func r(pkg, bench, metric string) ref { return ref{pkg, bench, metric} }
@@ -157,6 +158,21 @@ var sections = []section{
 			{What: "idle CPU per team, flags + GOGC=50", Ref: r(pkgVCMem, vcMem, "gogc-cpu-%/team"), Unit: "%", Versus: vcMemCPU},
 			{What: "idle CPU per team, flags + GOGC=25", Ref: r(pkgVCMem, vcMem, "gogc25-cpu-%/team"), Unit: "%", Versus: vcMemCPU},
 			{What: "benchmark run time (stack up, teams, checks, settle)", Ref: r(pkgVCMem, vcMem, "run-s"), Unit: "s"},
+		}},
+	{Title: "Elastic GPU quota on Kueue (issue #15)", Note: "The real Kueue v0.17.0 and gpuvc manager on the local control plane, kwok GPU nodes. " +
+		"Handoff: a team's one GPU, a pod running and one waiting in Kueue; the running one completes (status Succeeded) → the waiting one's gate removed, seen by a watch. " +
+		"Utilization: two teams guaranteed 4 GPUs each of an 8-GPU pool, a seeded steady (≈2.5 GPUs) and bursty (backlog) load for 40 s, GPU-seconds run / capacity-seconds; " +
+		"jobs evicted by a reclaim restart from scratch (docs/queueing.md).",
+		Figures: []figure{
+			{What: "GPU freed → next queued pod ungated, p50", Ref: r(pkgQueue, "BenchmarkQueueHandoff", "handoff-p50-ms"), Unit: "ms",
+				Versus: base(pkgQueue, "BenchmarkQueueHandoff", "free-p50-ms", "pod created on a free GPU → ungated, p50")},
+			{What: "GPU freed → next queued pod ungated, p99", Ref: r(pkgQueue, "BenchmarkQueueHandoff", "handoff-p99-ms"), Unit: "ms",
+				Versus: base(pkgQueue, "BenchmarkQueueHandoff", "free-p99-ms", "pod created on a free GPU → ungated, p99")},
+			{What: "pool utilization with borrowing (borrowingLimit 4)", Ref: r(pkgQueue, "BenchmarkPoolUtilization", "util-borrow"), Unit: "",
+				Versus: base(pkgQueue, "BenchmarkPoolUtilization", "util-noborrow", "same load, borrowingLimit 0")},
+			{What: "… of it run by pods later evicted (work lost)", Ref: r(pkgQueue, "BenchmarkPoolUtilization", "lost-borrow"), Unit: "", Versus: self("pool capacity")},
+			{What: "jobs completed with borrowing", Ref: r(pkgQueue, "BenchmarkPoolUtilization", "jobs-done-borrow"), Unit: "",
+				Versus: base(pkgQueue, "BenchmarkPoolUtilization", "jobs-done-noborrow", "same load, borrowingLimit 0")},
 		}},
 	{Title: "Accounting overhead (issue #16)", Note: "The accountant's own work per sample at 100 teams and 10,000 bound pods (whole, MIG, reservations, shares), " +
 		"a week of hourly buckets per team; its per-team pod list and ConfigMap patch cost API-server time, not this.",

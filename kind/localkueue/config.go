@@ -31,6 +31,16 @@ func configuration(o settings) map[string]any {
 		"fairSharing": map[string]any{"preemptionStrategies": []string{"LessThanOrEqualToFinalShare", "LessThanInitialShare"}},
 		// The visibility API server would need an APIService and a port of its own.
 		"featureGates": map[string]bool{"VisibilityOnDemand": false},
+		// As Kueue's own manifests install it (config/components/manager/
+		// controller_manager_config.yaml): left out, every controller runs one
+		// worker under client-go's 20 QPS, and admitted pods wait seconds for
+		// their gate to go under load (BenchmarkPoolUtilization).
+		"controller": map[string]any{"groupKindConcurrency": map[string]int{
+			"Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 5,
+			"LocalQueue.kueue.x-k8s.io": 1, "Cohort.kueue.x-k8s.io": 1,
+			"ClusterQueue.kueue.x-k8s.io": 1, "ResourceFlavor.kueue.x-k8s.io": 1,
+		}},
+		"clientConnection": map[string]any{"qps": 50, "burst": 100},
 	}
 }
 

@@ -82,7 +82,7 @@ func waitPods(ctx context.Context, t *testing.T, team string, running, waiting i
 	})
 }
 
-func waitActive(ctx context.Context, t *testing.T, team string) {
+func waitActive(ctx context.Context, t testing.TB, team string) {
 	t.Helper()
 	poll.UntilSeen(ctx, t, time.Minute, "ClusterQueue of "+team+" Active", func(ctx context.Context) (bool, string, error) {
 		cq, err := kueueObject(ctx, "ClusterQueue", "", teamqueue.ClusterQueueName(team))

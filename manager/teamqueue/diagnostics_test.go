@@ -12,7 +12,7 @@ import (
 
 // dumpWorkloadsOnFailure logs the Workloads of ns (owner, queue, status) if the
 // test fails: what Kueue decided, for the failure message.
-func dumpWorkloadsOnFailure(t *testing.T, ns string) {
+func dumpWorkloadsOnFailure(t testing.TB, ns string) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpWorkloads(t, ns)
@@ -20,7 +20,7 @@ func dumpWorkloadsOnFailure(t *testing.T, ns string) {
 	})
 }
 
-func dumpWorkloads(t *testing.T, ns string) {
+func dumpWorkloads(t testing.TB, ns string) {
 	l, err := dc.Resource(teamqueue.GroupVersion.WithResource("workloads")).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Log(err)

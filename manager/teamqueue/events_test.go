@@ -22,7 +22,10 @@ func TestWaitingPodIsToldWhy(t *testing.T) {
 	ctx := integration(t)
 	createTeam(ctx, t, testobj.Team("waiter", "wait").GPUs(1).Borrow(1).Obj())
 	waitActive(ctx, t, "waiter")
-	gpuPods(ctx, t, "waiter", "w", 2)
+	// One Workload per second: Kueue breaks a tie of creation seconds by UID,
+	// and w-1 must be the one that waits.
+	queuePod(ctx, t, "waiter", "w-0", "")
+	queuePod(ctx, t, "waiter", "w-1", "")
 	ns := gpuvcv1.HostNamespace("waiter")
 	dumpWorkloadsOnFailure(t, ns)
 

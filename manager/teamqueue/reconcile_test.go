@@ -44,7 +44,7 @@ func condition(u *unstructured.Unstructured, typ string) (status, msg string) {
 	return "", ""
 }
 
-func createTeam(ctx context.Context, t *testing.T, team *gpuvcv1.Team) {
+func createTeam(ctx context.Context, t testing.TB, team *gpuvcv1.Team) {
 	t.Helper()
 	if err := c.Create(ctx, team); err != nil {
 		t.Fatalf("creating team %s: %v", team.Name, err)

@@ -52,7 +52,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.client.Get(ctx, req.NamespacedName, wl); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	reason, podName := waiting(wl), podOf(wl)
+	// A preempted Workload also waits (QuotaReserved=False), but its pod is
+	// being stopped: it is told why it stops, not that it queues.
+	preempted, preemptedMsg := preemption(wl)
+	reason := waiting(wl)
+	if preempted != "" {
+		reason = "preempted: " + preemptedMsg
+	}
+	podName := podOf(wl)
 	c.mu.Lock()
 	if reason == "" || podName == "" || c.told[wl.GetUID()] == reason {
 		if reason == "" {
@@ -66,8 +73,15 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.client.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: podName}, pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if preempted == "" && pod.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
 	team, cohort, standing := c.standing(ctx, wl, pod)
-	c.recorder.Eventf(pod, wl, eventType, ReasonQueued, "Queue", "%s", message(team, cohort, standing, reason))
+	if preempted != "" {
+		c.recorder.Eventf(pod, wl, eventType, ReasonPreempted, "Preempt", "%s", preemptedMessage(team, cohort, preempted, preemptedMsg))
+	} else {
+		c.recorder.Eventf(pod, wl, eventType, ReasonQueued, "Queue", "%s", message(team, cohort, standing, reason))
+	}
 	c.mu.Lock()
 	c.told[wl.GetUID()] = reason
 	c.mu.Unlock()

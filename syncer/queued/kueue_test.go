@@ -50,3 +50,30 @@ func TestGPUStanding(t *testing.T) {
 		t.Errorf("gpuStanding = %q, want %q", got, want)
 	}
 }
+
+func TestPreemption(t *testing.T) {
+	for name, tc := range map[string]struct {
+		conds      []any
+		wantReason string
+	}{
+		"reclaimed":       {[]any{cond("QuotaReserved", "False", "x"), map[string]any{"type": "Preempted", "status": "True", "reason": "InCohortReclamation", "message": "m"}}, "InCohortReclamation"},
+		"admitted again":  {[]any{cond("QuotaReserved", "True", ""), map[string]any{"type": "Preempted", "status": "False", "reason": "QuotaReserved"}}, ""},
+		"never preempted": {[]any{cond("QuotaReserved", "False", "x")}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, _ := preemption(obj(map[string]any{"status": map[string]any{"conditions": tc.conds}}))
+			if got != tc.wantReason {
+				t.Errorf("preemption reason = %q, want %q", got, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestPreemptedMessage(t *testing.T) {
+	got := preemptedMessage("guest", "gpuvc-a100", "InCohortReclamation", "Preempted to accommodate a workload")
+	want := "preempted: team guest was using GPUs beyond its guarantee, and another team of cohort gpuvc-a100 took back its own guaranteed GPUs; " +
+		"the pod is stopped and not restarted: create it again to queue again; Kueue: Preempted to accommodate a workload"
+	if got != want {
+		t.Errorf("preemptedMessage =\n%q, want\n%q", got, want)
+	}
+}

@@ -287,6 +287,13 @@ func (c clients) virtualPod(ctx *synccontext.SyncContext, p *corev1.Pod) (*corev
 // vCluster's tests do and calls sync with it.
 func (vc VCluster) run(t *testing.T, keys podKeys, hostObjs, virtualObjs []client.Object, sync func(*synccontext.SyncContext, syncertypes.Sync[client.Object], clients) (result, error)) *Result {
 	t.Helper()
+	return vc.runSyncer(t, pods.New, keys, hostObjs, virtualObjs, sync)
+}
+
+// runSyncer is run with the syncer newSyncer builds (vCluster's pod syncer for
+// run, its event syncer for EventToVirtual).
+func (vc VCluster) runSyncer(t *testing.T, newSyncer func(*synccontext.RegisterContext) (syncertypes.Object, error), keys podKeys, hostObjs, virtualObjs []client.Object, sync func(*synccontext.SyncContext, syncertypes.Sync[client.Object], clients) (result, error)) *Result {
+	t.Helper()
 	if vc.Name == "" || vc.HostNamespace == "" {
 		t.Fatal("vcsync: VCluster needs Name and HostNamespace")
 	}
@@ -312,10 +319,10 @@ func (vc VCluster) run(t *testing.T, keys podKeys, hostObjs, virtualObjs []clien
 	if err != nil {
 		t.Fatalf("vCluster's register context: %v", err)
 	}
-	syncCtx, obj := syncertesting.FakeStartSyncer(t, registerCtx, pods.New)
+	syncCtx, obj := syncertesting.FakeStartSyncer(t, registerCtx, newSyncer)
 	s, ok := obj.(syncertypes.Syncer)
 	if !ok {
-		t.Fatalf("vCluster's pod syncer %T is not a syncer", obj)
+		t.Fatalf("vCluster's syncer %T is not a syncer", obj)
 	}
 	r, err := sync(syncCtx, s.Syncer(), clients{host: host, virtual: virtual})
 	res.Requeue, res.Err = r.requeue, err
