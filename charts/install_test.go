@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
@@ -62,7 +63,7 @@ import (
 // webhook; then upgrades to self-managed certificates, runs the manager's own
 // certificate rotation as the ServiceAccount, and uninstalls.
 func TestInstall(t *testing.T) {
-	ctx := integration(t, 10*time.Minute)
+	ctx := localcp.Context(t, 10*time.Minute)
 	installCertManagerCRDs(ctx, t)
 	h := newHelm(t)
 

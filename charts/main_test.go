@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
@@ -23,14 +22,4 @@ func TestMain(m *testing.M) {
 		host = cp
 		return nil, nil
 	}))
-}
-
-func integration(t *testing.T, timeout time.Duration) context.Context {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs the local control plane (run without -short)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	return ctx
 }

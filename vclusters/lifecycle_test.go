@@ -28,9 +28,7 @@ import (
 const pollTimeout = 90 * time.Second
 
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	return poll.Context(t, 5*time.Minute)
 }
 
 func createNamespace(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) {

@@ -34,13 +34,6 @@ const (
 
 var fractions = []string{"0.1", "0.2", "0.25", "0.3", "0.4", "0.5"}
 
-func testContext(t *testing.T, d time.Duration) context.Context {
-	localcp.ForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func newRand(stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(env.size.seed), stream))
 }
@@ -121,7 +114,7 @@ func (c *churn) retry(ctx context.Context, op func(context.Context) error) error
 // gated), the invariants of bench.CheckInvariants hold, no reservation outlives
 // its pods, every team was fully provisioned and is fully gone.
 func TestChurnUnderFaults(t *testing.T) {
-	ctx := testContext(t, 30*time.Minute)
+	ctx := localcp.Context(t, 30*time.Minute)
 	began := time.Now()
 	w, err := watchShares()
 	if err != nil {

@@ -5,14 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 
 	"github.com/gpuvc/gpuvc/charts"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
@@ -89,7 +87,7 @@ func setUp(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 	if env.chartDir, err = vclusterstest.ChartDir(ctx); err != nil {
 		return nil, err
 	}
-	if env.bin, err = buildGPUVC(ctx, cp.Dir); err != nil {
+	if env.bin, err = gpuvcbin.Build(ctx, cp.Dir); err != nil {
 		return nil, err
 	}
 	if env.teams, err = teamctl.New(cp.Config); err != nil {
@@ -103,18 +101,4 @@ func setUp(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 			fmt.Fprintln(os.Stderr, "stopping the manager:", err)
 		}
 	}, nil
-}
-
-// buildGPUVC builds the gpuvc binary as the Makefile does: the faults hit the
-// process that runs in a cluster.
-func buildGPUVC(ctx context.Context, dir string) (string, error) {
-	_, file, _, _ := runtime.Caller(0)
-	out := filepath.Join(dir, "gpuvc")
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", out, "./cmd/gpuvc")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building gpuvc: %v\n%s", err, b)
-	}
-	return out, nil
 }

@@ -2,10 +2,8 @@ package faults_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
@@ -118,13 +117,7 @@ func (m *manager) waitServing(ctx context.Context) error {
 		if err := m.restartIfExited(); err != nil {
 			return false, err
 		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", m.port),
-			&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only probes that the port serves
-		if err != nil {
-			return false, nil
-		}
-		conn.Close()
-		return true, nil
+		return poll.ServesTLS(m.port), nil
 	})
 }
 

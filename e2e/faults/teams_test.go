@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
@@ -197,7 +198,7 @@ func retry(ctx context.Context, op func(context.Context) error) error {
 // all at once while the manager is killed at random: every team must end
 // provisioned, then gone with nothing left behind.
 func TestConcurrentTeamsLeaveNothing(t *testing.T) {
-	ctx := testContext(t, 20*time.Minute)
+	ctx := localcp.Context(t, 20*time.Minute)
 	n := env.size.together
 	var teams []*gpuvcv1.Team
 	var names []string

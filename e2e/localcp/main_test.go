@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 )
 
@@ -18,7 +19,5 @@ func TestMain(m *testing.M) {
 }
 
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	return poll.Context(t, 2*time.Minute)
 }

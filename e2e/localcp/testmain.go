@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 )
 
@@ -22,6 +23,14 @@ func ForTest(t testing.TB) *localcluster.ControlPlane {
 		t.Skip("integration test: needs the local control plane (run without -short)")
 	}
 	return shared
+}
+
+// Context is an integration test's context: the test is skipped as ForTest
+// skips it, and the context ends after timeout or at the test's cleanup.
+func Context(t testing.TB, timeout time.Duration) context.Context {
+	t.Helper()
+	ForTest(t)
+	return poll.Context(t, timeout)
 }
 
 // RunTests is a test package's TestMain body: it starts one control plane for the

@@ -11,7 +11,7 @@ import (
 // teamQueue reads the manager's metrics endpoint: how many Team reconciles
 // have finished (any result) and how many Teams wait in its work queue.
 func (m *managerProcess) teamQueue(ctx context.Context) (reconciled, depth float64, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.metrics, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.Metrics, nil)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -4,105 +4,27 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
+	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/vclusters/vclusterstest"
 )
 
-// managerProcess is `gpuvc manager` running as its own process.
-type managerProcess struct {
-	cmd     *exec.Cmd
-	done    chan struct{}
-	log     string
-	metrics string // base URL of its metrics endpoint
-}
+// managerProcess is `gpuvc manager` running as its own process, with what
+// the benchmark reads of it.
+type managerProcess struct{ *gpuvcbin.Manager }
 
-// buildGPUVC builds the binary as the Makefile does.
-func buildGPUVC(ctx context.Context, dir string) (string, error) {
-	_, file, _, _ := runtime.Caller(0)
-	out := filepath.Join(dir, "gpuvc")
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", out, "./cmd/gpuvc")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building gpuvc: %v\n%s", err, b)
-	}
-	return out, nil
-}
-
-// startManager runs the manager against cp (CRDs installed by it, webhook at a
-// loopback URL, vCluster chart from the module cache) and waits until /readyz
-// answers and the webhook serves. It returns the process and how long that took.
+// startManager runs the manager against cp and waits until it serves. It
+// returns the process and how long that took.
 func startManager(ctx context.Context, bin, dir string, cp *localcluster.ControlPlane) (*managerProcess, time.Duration, error) {
-	chart, err := vclusterstest.ChartDir(ctx)
+	m, err := gpuvcbin.StartManager(ctx, bin, cp.Kubeconfig, dir)
 	if err != nil {
 		return nil, 0, err
 	}
-	ports, err := localcluster.FreePorts(3)
-	if err != nil {
-		return nil, 0, err
-	}
-	m := &managerProcess{log: filepath.Join(dir, fmt.Sprintf("manager-%d.log", time.Now().UnixNano())),
-		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1]), done: make(chan struct{})}
-	log, err := os.Create(m.log)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer log.Close()
-	m.cmd = exec.Command(bin, "manager", "--kubeconfig", cp.Kubeconfig,
-		"--install-crds", "--ephemeral-vclusters", "--vcluster-chart-dir", chart,
-		"--webhook-port", fmt.Sprint(ports[0]), "--webhook-url", fmt.Sprintf("https://127.0.0.1:%d", ports[0]),
-		"--webhook-cert-dir", filepath.Join(dir, "certs"),
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]))
-	m.cmd.Stdout, m.cmd.Stderr = log, log
-	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	start := time.Now()
-	if err := m.cmd.Start(); err != nil {
-		return nil, 0, err
-	}
-	go func() { _ = m.cmd.Wait(); close(m.done) }()
-	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2])
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-m.done:
-			return false, fmt.Errorf("gpuvc manager exited; see %s", m.log)
-		default:
-		}
-		resp, err := http.Get(ready)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		m.stop()
-		return nil, 0, err
-	}
-	return m, time.Since(start), nil
-}
-
-// stop sends SIGTERM and waits for the exit (SIGKILL after 30 s).
-func (m *managerProcess) stop() {
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.done:
-	case <-time.After(30 * time.Second):
-		_ = m.cmd.Process.Kill()
-		<-m.done
-	}
+	return &managerProcess{m}, m.StartedIn, nil
 }
 
 // usage is what /proc says of a process at one instant.
@@ -115,7 +37,7 @@ type usage struct {
 const clockTicks = 100
 
 func (m *managerProcess) usage() (usage, error) {
-	pid := m.cmd.Process.Pid
+	pid := m.PID()
 	var u usage
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
@@ -68,7 +69,7 @@ func BenchmarkScale(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
 	dir := b.TempDir()
-	bin, err := buildGPUVC(ctx, dir)
+	bin, err := gpuvcbin.Build(ctx, dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 		exportKubeconfig(ctx, b, cp, t)
 	}
 	waitReady(ctx, b, tw, all)
-	m.stop()
+	m.Stop()
 
 	// 4. Cold start: Teams applied while no manager runs, then one starts.
 	var cold []string
@@ -141,7 +142,7 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { m.stop() }()
+	defer func() { m.Stop() }()
 	var coldDone time.Time
 	exported := map[string]bool{}
 	poll.Until(ctx, b, 30*time.Minute, fmt.Sprintf("%d cold teams VClusterReady", len(cold)), func(context.Context) (bool, error) {
@@ -175,7 +176,7 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 
 	// 6. Restart with everything in place: process start → every Team
 	// reconciled once and the queue empty.
-	m.stop()
+	m.Stop()
 	restartAt := time.Now()
 	m, _, err = startManager(ctx, bin, dir, cp)
 	if err != nil {

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
 )
 
 var (
@@ -36,7 +36,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if gpuvcBin, err = buildGPUVC(ctx, dir); err != nil {
+	if gpuvcBin, err = gpuvcbin.Build(ctx, dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -69,21 +69,6 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	return code
-}
-
-// buildGPUVC builds the gpuvc binary the way the Makefile does, so the suite runs
-// the real binary as a separate process.
-func buildGPUVC(ctx context.Context, dir string) (string, error) {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	out := filepath.Join(dir, "gpuvc")
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", out, "./cmd/gpuvc")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building gpuvc: %v\n%s", err, b)
-	}
-	return out, nil
 }
 
 // result of one gpuvc invocation.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/kindnode"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 )
@@ -40,7 +41,7 @@ func TestKindTrialOffline(t *testing.T) {
 	if err := localcp.EnsureAll(ctx, os.Stderr); err != nil {
 		t.Fatal(err)
 	}
-	gpuvc := buildGpuvc(t, ctx)
+	gpuvc := gpuvcbin.BuildForTest(t, ctx)
 	m, err := localcluster.LoadManifest()
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestKindTrialOffline(t *testing.T) {
 		args = append(args, "--image-archive", tar)
 	}
 	began := time.Now()
-	out, errOut, err := run(ctx, gpuvc, args...)
+	out, errOut, err := gpuvcbin.Run(ctx, gpuvc, args...)
 	t.Cleanup(func() { kindDown(t, gpuvc, dir) })
 	if err != nil {
 		t.Fatalf("trial up: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
@@ -84,20 +85,7 @@ func TestKindTrialOffline(t *testing.T) {
 			t.Errorf("report lacks a row matching %s", row)
 		}
 	}
-	kubectl := kubectlPath(t)
-	for team, pods := range map[string][]string{"vision": {"train", "notebook", "half"}, "llm": {"train", "half"}} {
-		file := filepath.Join(dir, team+".kubeconfig")
-		got, errOut, err := run(ctx, kubectl, "--kubeconfig", file, "get", "pods", "-A", "--no-headers")
-		if err != nil {
-			t.Errorf("kubectl --kubeconfig %s get pods -A: %v\n%s", file, err, errOut)
-			continue
-		}
-		for _, p := range pods {
-			if !regexp.MustCompile(`(?m)^default\s+` + p + `\s+1/1\s+Running\s`).MatchString(got) {
-				t.Errorf("team %s: pod %s is not Running through its kubeconfig:\n%s", team, p, got)
-			}
-		}
-	}
+	demoPodsRun(ctx, t, dir)
 }
 
 // kindDown runs `gpuvc dev trial down` and checks that no container or volume of
@@ -108,31 +96,31 @@ func kindDown(t *testing.T, gpuvc, dir string) {
 	byTrial := "label=io.x-k8s.kind.cluster=" + kindTrialName
 	// The nodes' anonymous volumes (kind mounts one on /var): docker ps lists
 	// each container's mounts by name, comma-separated, binds among them.
-	mounts, _, _ := run(ctx, "docker", "ps", "-a", "--no-trunc", "--filter", byTrial, "--format", "{{.Mounts}}")
+	mounts, _, _ := gpuvcbin.Run(ctx, "docker", "ps", "-a", "--no-trunc", "--filter", byTrial, "--format", "{{.Mounts}}")
 	var volumes []string
 	for _, m := range strings.FieldsFunc(mounts, func(r rune) bool { return r == ',' || r == '\n' }) {
-		if _, _, err := run(ctx, "docker", "volume", "inspect", m); err == nil {
+		if _, _, err := gpuvcbin.Run(ctx, "docker", "volume", "inspect", m); err == nil {
 			volumes = append(volumes, m)
 		}
 	}
 	began := time.Now()
-	if _, errOut, err := run(ctx, gpuvc, "dev", "trial", "down", "--name", kindTrialName, "--dir", dir); err != nil {
+	if _, errOut, err := gpuvcbin.Run(ctx, gpuvc, "dev", "trial", "down", "--name", kindTrialName, "--dir", dir); err != nil {
 		t.Errorf("trial down: %v\n%s", err, errOut)
 	}
 	t.Logf("trial down took %v", time.Since(began).Round(time.Second))
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("down left %s (%v)", dir, err)
 	}
-	if left, _, _ := run(ctx, "docker", "ps", "-a", "-q", "--filter", byTrial); strings.TrimSpace(left) != "" {
+	if left, _, _ := gpuvcbin.Run(ctx, "docker", "ps", "-a", "-q", "--filter", byTrial); strings.TrimSpace(left) != "" {
 		t.Errorf("down left containers %s", strings.Fields(left))
 	}
 	for _, v := range volumes {
-		if _, _, err := run(ctx, "docker", "volume", "inspect", v); err == nil {
+		if _, _, err := gpuvcbin.Run(ctx, "docker", "volume", "inspect", v); err == nil {
 			t.Errorf("down left volume %s", v)
 		}
 	}
-	if others, _, _ := run(ctx, "docker", "ps", "-a", "-q", "--filter", "label=io.x-k8s.kind.cluster"); strings.TrimSpace(others) == "" {
-		if left, _, _ := run(ctx, "docker", "network", "ls", "-q", "--filter", "name=^kind$"); strings.TrimSpace(left) != "" {
+	if others, _, _ := gpuvcbin.Run(ctx, "docker", "ps", "-a", "-q", "--filter", "label=io.x-k8s.kind.cluster"); strings.TrimSpace(others) == "" {
+		if left, _, _ := gpuvcbin.Run(ctx, "docker", "network", "ls", "-q", "--filter", "name=^kind$"); strings.TrimSpace(left) != "" {
 			t.Errorf("down left kind's network with no kind cluster left")
 		}
 	}

@@ -8,13 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
 )
 
 // TestDockerlessTrial runs `make trial`'s Docker-less path and checks what a new
@@ -22,16 +21,10 @@ import (
 // device), each team's kubeconfig file listing its pods Running with kubectl, and
 // after `trial down` no process, node record, bridge, rule or folder left.
 func TestDockerlessTrial(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end to end: starts a control plane and a real node (minutes)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the Docker-less trial needs root (containerd, runc, cgroups, iptables); run as root")
-	}
-	ctx, gpuvc := prepare(t)
+	ctx, gpuvc := prepare(t, "the Docker-less trial needs root (containerd, runc, cgroups, iptables); run as root")
 	dir := filepath.Join(t.TempDir(), "trial")
 
-	out, errOut, err := run(ctx, gpuvc, "dev", "trial", "up", "--local", "--dir", dir, "--timeout", "5m")
+	out, errOut, err := gpuvcbin.Run(ctx, gpuvc, "dev", "trial", "up", "--local", "--dir", dir, "--timeout", "5m")
 	t.Cleanup(func() { down(t, gpuvc, dir) })
 	if err != nil {
 		t.Fatalf("trial up: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
@@ -54,13 +47,25 @@ func TestDockerlessTrial(t *testing.T) {
 		}
 	}
 
-	kubectl := kubectlPath(t)
-	for team, pods := range map[string][]string{"vision": {"train", "notebook", "half"}, "llm": {"train", "half"}} {
-		file := filepath.Join(dir, team+".kubeconfig")
-		if !strings.Contains(out, "already written to "+file) {
+	for team := range demoPods {
+		if file := filepath.Join(dir, team+".kubeconfig"); !strings.Contains(out, "already written to "+file) {
 			t.Errorf("report does not point at %s", file)
 		}
-		got, errOut, err := run(ctx, kubectl, "--kubeconfig", file, "get", "pods", "-A", "--no-headers")
+	}
+	demoPodsRun(ctx, t, dir)
+}
+
+// demoPods are the pods the trial runs in each team.
+var demoPods = map[string][]string{"vision": {"train", "notebook", "half"}, "llm": {"train", "half"}}
+
+// demoPodsRun checks, with kubectl and each team's kubeconfig file in dir,
+// that every demo pod is Running.
+func demoPodsRun(ctx context.Context, t *testing.T, dir string) {
+	t.Helper()
+	kubectl := localcp.Kubectl(t)
+	for team, pods := range demoPods {
+		file := filepath.Join(dir, team+".kubeconfig")
+		got, errOut, err := gpuvcbin.Run(ctx, kubectl, "--kubeconfig", file, "get", "pods", "-A", "--no-headers")
 		if err != nil {
 			t.Errorf("kubectl --kubeconfig %s get pods -A: %v\n%s", file, err, errOut)
 			continue
@@ -73,10 +78,17 @@ func TestDockerlessTrial(t *testing.T) {
 	}
 }
 
-// prepare skips where a real node cannot start, builds (once, cached) the
-// binaries as `make binaries` does and the gpuvc binary as `make build` does.
-func prepare(t *testing.T) (context.Context, string) {
+// prepare skips where a real node cannot start (under -short; without root,
+// saying notRoot), builds (once, cached) the binaries as `make binaries` does
+// and the gpuvc binary as `make build` does.
+func prepare(t *testing.T, notRoot string) (context.Context, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("end to end: starts a control plane and a real node (minutes)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip(notRoot)
+	}
 	if l, err := net.Listen("tcp", ":6443"); err != nil {
 		busy := "port 6443 is taken (a trial or another cluster with a real node runs here; `make trial-down` removes a trial): %v"
 		if os.Getenv("GPUVC_REQUIRE_TRIAL") != "" { // make test: a skip would hide the trial
@@ -91,14 +103,14 @@ func prepare(t *testing.T) (context.Context, string) {
 	if err := localcp.EnsureAll(ctx, os.Stderr); err != nil {
 		t.Fatal(err)
 	}
-	return ctx, buildGpuvc(t, ctx)
+	return ctx, gpuvcbin.BuildForTest(t, ctx)
 }
 
 // down runs `gpuvc dev trial down` and checks that nothing is left.
 func down(t *testing.T, gpuvc, dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, errOut, err := run(ctx, gpuvc, "dev", "trial", "down", "--dir", dir); err != nil {
+	if _, errOut, err := gpuvcbin.Run(ctx, gpuvc, "dev", "trial", "down", "--dir", dir); err != nil {
 		t.Errorf("trial down: %v\n%s", err, errOut)
 	}
 	nothingLeft(t, ctx, dir)
@@ -139,39 +151,4 @@ func processesMentioning(s string) []string {
 		}
 	}
 	return out
-}
-
-func run(ctx context.Context, bin string, args ...string) (string, string, error) {
-	var out, errOut bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
-}
-
-// buildGpuvc builds the gpuvc binary as `make build` does.
-func buildGpuvc(t *testing.T, ctx context.Context) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	out := filepath.Join(t.TempDir(), "gpuvc")
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", out, "./cmd/gpuvc")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building gpuvc: %v\n%s", err, b)
-	}
-	return out
-}
-
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	m, err := localcluster.LoadManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := m.ControlPlane()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b.Kubectl
 }

@@ -1,7 +1,6 @@
 package vcmem
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -21,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
@@ -52,7 +50,7 @@ func BenchmarkVClusterMemory(b *testing.B) {
 	if err := localcp.EnsureAll(ctx, os.Stderr); err != nil {
 		b.Fatal(err)
 	}
-	s := &stack{b: b, ctx: ctx, gpuvc: buildGpuvc(b, ctx), kubectl: kubectlPath(b), dir: filepath.Join(b.TempDir(), "cluster")}
+	s := &stack{b: b, ctx: ctx, gpuvc: gpuvcbin.BuildForTest(b, ctx), kubectl: localcp.Kubectl(b), dir: filepath.Join(b.TempDir(), "cluster")}
 	s.up()
 	s.host("install", "-f", filepath.Join(s.dir, "values.yaml"), "--wait", "--timeout", "5m")
 	b.Logf("stack up and gpuvc installed in %v", time.Since(began).Round(time.Second))
@@ -158,11 +156,11 @@ type stack struct {
 }
 
 func (s *stack) up() {
-	out, errOut, err := run(s.ctx, s.gpuvc, "dev", "cluster", "up", "--dir", s.dir)
+	out, errOut, err := gpuvcbin.Run(s.ctx, s.gpuvc, "dev", "cluster", "up", "--dir", s.dir)
 	s.b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		if _, errOut, err := run(ctx, s.gpuvc, "dev", "cluster", "down", "--dir", s.dir); err != nil {
+		if _, errOut, err := gpuvcbin.Run(ctx, s.gpuvc, "dev", "cluster", "down", "--dir", s.dir); err != nil {
 			s.b.Errorf("dev cluster down: %v\n%s", err, errOut)
 		}
 	})
@@ -174,7 +172,7 @@ func (s *stack) up() {
 
 func (s *stack) host(args ...string) string {
 	s.b.Helper()
-	out, errOut, err := run(s.ctx, s.gpuvc, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
+	out, errOut, err := gpuvcbin.Run(s.ctx, s.gpuvc, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
 	if err != nil {
 		s.b.Fatalf("gpuvc %v: %v\n%s\n%s", args, err, out, errOut)
 	}
@@ -212,7 +210,7 @@ spec:
 	if out, err := cmd.CombinedOutput(); err != nil {
 		s.b.Fatalf("team %s: creating a pod: %v\n%s", team, err, out)
 	}
-	if out, errOut, err := run(s.ctx, s.kubectl, "--kubeconfig", kc, "wait", "-n", "default", "pod/memcheck",
+	if out, errOut, err := gpuvcbin.Run(s.ctx, s.kubectl, "--kubeconfig", kc, "wait", "-n", "default", "pod/memcheck",
 		"--for=condition=Ready", "--timeout=4m"); err != nil {
 		s.b.Fatalf("team %s: the pod does not run (its vCluster does not sync it): %v\n%s%s", team, err, out, errOut)
 	}
@@ -305,37 +303,4 @@ func teamManifest(b *testing.B, name string, values map[string]any) string {
 		b.Fatal(err)
 	}
 	return string(j) + "\n"
-}
-
-func run(ctx context.Context, bin string, args ...string) (string, string, error) {
-	var out, errOut bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
-}
-
-// buildGpuvc builds the gpuvc binary as `make build` does.
-func buildGpuvc(b *testing.B, ctx context.Context) string {
-	_, file, _, _ := runtime.Caller(0)
-	out := filepath.Join(b.TempDir(), "gpuvc")
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", out, "./cmd/gpuvc")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-	if o, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building gpuvc: %v\n%s", err, o)
-	}
-	return out
-}
-
-func kubectlPath(b *testing.B) string {
-	m, err := localcluster.LoadManifest()
-	if err != nil {
-		b.Fatal(err)
-	}
-	bins, err := m.ControlPlane()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return bins.Kubectl
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/identity"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
@@ -36,9 +37,7 @@ func TestMain(m *testing.M) {
 }
 
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	return poll.Context(t, 2*time.Minute)
 }
 
 // agentIdentity creates the agent's ServiceAccount with exactly the RBAC

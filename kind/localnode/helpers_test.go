@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
@@ -25,9 +26,7 @@ import (
 )
 
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	return poll.Context(t, 4*time.Minute)
 }
 
 // startNode starts a node with the package's images and stops it when the test

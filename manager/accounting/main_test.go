@@ -31,10 +31,5 @@ func TestMain(m *testing.M) {
 
 func integration(t *testing.T) context.Context {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs the local control plane (run without -short)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	return localcp.Context(t, 5*time.Minute)
 }

@@ -4,18 +4,15 @@ package managertest
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
 	"os"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gpuvc/gpuvc/charts"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
 	"github.com/gpuvc/gpuvc/manager/accounting"
@@ -100,26 +97,13 @@ func StartWith(ctx context.Context, cp *localcluster.ControlPlane, o Options) (*
 	m := &Manager{cancel: cancel, done: make(chan error, 1)}
 	m.certDir = certDir
 	go func() { m.done <- mgr.Start(runCtx) }()
-	if err := waitServing(ctx, port); err != nil {
+	// The webhook must serve before the API server admits any pod of a team
+	// namespace (failurePolicy Fail).
+	if err := poll.UntilServesTLS(ctx, port, time.Minute); err != nil {
 		_ = m.Stop()
 		return nil, err
 	}
 	return m, nil
-}
-
-// waitServing waits until the webhook server accepts connections: until then the
-// API server refuses every pod of a team namespace (failurePolicy Fail).
-func waitServing(ctx context.Context, port int) error {
-	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		// A full TLS handshake, so the server logs no aborted connection.
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", port),
-			&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only probes that the port serves
-		if err != nil {
-			return false, nil
-		}
-		conn.Close()
-		return true, nil
-	})
 }
 
 // Stop stops the manager and waits for it to exit.

@@ -30,11 +30,7 @@ func TestMain(m *testing.M) {
 
 func integration(t *testing.T) (context.Context, *teamctl.Client, client.Client) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs a real kube-apiserver (run without -short)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
+	ctx := localcp.Context(t, 2*time.Minute)
 	tc, err := teamctl.New(host.Config)
 	require.NoError(t, err)
 	scheme := runtime.NewScheme()

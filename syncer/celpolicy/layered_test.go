@@ -2,9 +2,6 @@ package celpolicy_test
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,14 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
-	"github.com/gpuvc/gpuvc/manager/servingcert"
 	"github.com/gpuvc/gpuvc/syncer"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
@@ -203,29 +198,14 @@ func startWebhook(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bundle, err := servingcert.Generate([]net.IP{net.ParseIP("127.0.0.1")}, nil, time.Hour)
+	srv, err := syncertest.Serve(ctx, t.TempDir(), time.Minute, wh.Register)
 	if err != nil {
 		t.Fatal(err)
 	}
-	certDir := filepath.Join(t.TempDir(), "certs")
-	if err := bundle.WriteFiles(certDir); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir})
-	wh.Register(srv)
-	srvCtx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Start(srvCtx) }()
-	t.Cleanup(func() { stop(); <-served })
+	t.Cleanup(srv.Stop)
 
 	mutating, validating := syncer.Configurations(syncer.ConfigOptions{
-		Name: "celpolicy-test-" + layeredTeam, URL: fmt.Sprintf("https://127.0.0.1:%d", port), CABundle: bundle.CA,
+		Name: "celpolicy-test-" + layeredTeam, URL: srv.URL, CABundle: srv.CA,
 	})
 	onlyLayered := func() *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{layeredLabel: "on"}}

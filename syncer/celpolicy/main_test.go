@@ -18,6 +18,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -178,7 +179,5 @@ func waitForFence(ctx context.Context, ns, refusedWith string) error {
 var policyRefusal = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request", celpolicy.PolicyName, celpolicy.BindingName)
 
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	return poll.Context(t, 2*time.Minute)
 }

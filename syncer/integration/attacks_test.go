@@ -41,6 +41,42 @@ type attack struct {
 	runs bool
 }
 
+// follow runs the attack's then, if any, on the admitted host pod (pod, err:
+// what creating the manifest returned) and returns the API server's answer.
+func (a attack) follow(ctx context.Context, t *testing.T, src podSource, pod *corev1.Pod, err error) (*corev1.Pod, error) {
+	t.Helper()
+	if a.then == nil {
+		return pod, err
+	}
+	if err != nil {
+		t.Fatalf("the manifest before the attack was refused: %v", err)
+	}
+	return a.then(ctx, src, pod)
+}
+
+// verify checks that the attack was stopped by its layer: refused with its
+// words, or admitted as a pod that passes check (and runs in pool a100).
+func (a attack) verify(ctx context.Context, t *testing.T, src podSource, pod *corev1.Pod, err error) {
+	t.Helper()
+	if a.refused != nil {
+		refusedBy(t, err, a.layer, a.refused...)
+		return
+	}
+	if err != nil {
+		t.Fatalf("want the attack neutralised by %s, got: %v", a.layer, err)
+	}
+	stored, err := src.Client().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.check(t, stored)
+	if a.runs {
+		if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); !strings.HasPrefix(got.Spec.NodeName, "a100") {
+			t.Errorf("ran on %s, outside pool a100", got.Spec.NodeName)
+		}
+	}
+}
+
 func refused(reason string, words ...string) []string {
 	return append([]string{"gpuvc: " + reason + ":"}, words...)
 }
@@ -263,29 +299,8 @@ func TestAttacks(t *testing.T) {
 			ctx := testContext(t)
 			src := env.sources["fraud"]
 			pod, err := create(ctx, t, "fraud", a.manifest.Obj())
-			if a.then != nil {
-				if err != nil {
-					t.Fatalf("the manifest before the attack was refused: %v", err)
-				}
-				pod, err = a.then(ctx, src, pod)
-			}
-			if a.refused != nil {
-				refusedBy(t, err, a.layer, a.refused...)
-				return
-			}
-			if err != nil {
-				t.Fatalf("want the attack neutralised by %s, got refusal: %v", a.layer, err)
-			}
-			stored, err := src.Client().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			a.check(t, stored)
-			if a.runs {
-				if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); !strings.HasPrefix(got.Spec.NodeName, "a100") {
-					t.Errorf("ran on %s, outside pool a100", got.Spec.NodeName)
-				}
-			}
+			pod, err = a.follow(ctx, t, src, pod, err)
+			a.verify(ctx, t, src, pod, err)
 		})
 	}
 }

@@ -24,9 +24,7 @@ import (
 )
 
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	return poll.Context(t, 2*time.Minute)
 }
 
 func counter(c prometheus.Collector) float64 { return testutil.ToFloat64(c) }

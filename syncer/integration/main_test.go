@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -29,7 +27,6 @@ import (
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
-	"github.com/gpuvc/gpuvc/manager/servingcert"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
 	"github.com/gpuvc/gpuvc/syncer/syncertest"
@@ -90,10 +87,16 @@ func setUp(ctx context.Context, cp *localcluster.ControlPlane) (stop func(), err
 		return nil, err
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cp.Client.EventsV1()})
-	srvCtx, cancel := context.WithCancel(context.Background())
+	var srv *syncertest.Serving
 	sinkCtx, cancelSink := context.WithCancel(context.Background())
 	// Stop serving first, then let the broadcaster flush what it queued.
-	stop = func() { cancel(); broadcaster.Shutdown(); cancelSink() }
+	stop = func() {
+		if srv != nil {
+			srv.Stop()
+		}
+		broadcaster.Shutdown()
+		cancelSink()
+	}
 	if err := broadcaster.StartRecordingToSinkWithContext(sinkCtx); err != nil {
 		return stop, err
 	}
@@ -113,37 +116,16 @@ func setUp(ctx context.Context, cp *localcluster.ControlPlane) (stop func(), err
 		return stop, err
 	}
 
-	bundle, err := servingcert.Generate([]net.IP{net.ParseIP("127.0.0.1")}, nil, 24*time.Hour)
+	srv, err = syncertest.Serve(ctx, cp.Dir, 30*time.Second, func(s webhook.Server) {
+		wh.Register(s)
+		s.Register(evilPath, &webhook.Admission{Handler: evilHandler{}})
+	})
 	if err != nil {
 		return stop, err
 	}
-	certDir := filepath.Join(cp.Dir, "webhook-certs")
-	if err := bundle.WriteFiles(certDir); err != nil {
-		return stop, err
-	}
-	ports, err := localcluster.FreePorts(1)
-	if err != nil {
-		return stop, err
-	}
-	port := ports[0]
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir})
-	wh.Register(srv)
-	srv.Register(evilPath, &webhook.Admission{Handler: evilHandler{}})
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Start(srvCtx) }()
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		select {
-		case err := <-serveErr:
-			return false, fmt.Errorf("webhook server stopped: %w", err)
-		default:
-		}
-		return srv.StartedChecker()(nil) == nil, nil
-	}); err != nil {
-		return stop, err
-	}
-	env.baseURL, env.ca = fmt.Sprintf("https://127.0.0.1:%d", port), bundle.CA
+	env.baseURL, env.ca = srv.URL, srv.CA
 
-	mutating, validating := syncer.Configurations(syncer.ConfigOptions{Name: webhookName, URL: env.baseURL, CABundle: bundle.CA})
+	mutating, validating := syncer.Configurations(syncer.ConfigOptions{Name: webhookName, URL: env.baseURL, CABundle: env.ca})
 	if _, err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, validating, metav1.CreateOptions{}); err != nil {
 		return stop, err
 	}

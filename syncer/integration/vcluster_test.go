@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
@@ -109,34 +108,13 @@ func TestVClusterAttacks(t *testing.T) {
 			ctx := testContext(t)
 			src := newVClusterSource(t, "fraud", chartDefaults)
 			pod, err := createVia(ctx, t, src, a.manifest.Obj())
-			if a.then != nil {
-				if err != nil {
-					t.Fatalf("the manifest before the attack was refused: %v", err)
-				}
-				pod, err = a.then(ctx, src, pod)
-			}
+			pod, err = a.follow(ctx, t, src, pod, err)
 			var virtualRefused *errVirtualRefused
 			if a.refused != nil && errors.As(err, &virtualRefused) {
 				t.Logf("stopped earlier, by the virtual API server: %v", err)
 				return
 			}
-			if a.refused != nil {
-				refusedBy(t, err, a.layer, a.refused...)
-				return
-			}
-			if err != nil {
-				t.Fatalf("want the attack neutralised by %s, got: %v", a.layer, err)
-			}
-			stored, err := src.Client().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			a.check(t, stored)
-			if a.runs {
-				if got := poll.Pod(ctx, t, env.cp.Client, pod.Namespace, pod.Name, running); !strings.HasPrefix(got.Spec.NodeName, "a100") {
-					t.Errorf("ran on %s, outside pool a100", got.Spec.NodeName)
-				}
-			}
+			a.verify(ctx, t, src, pod, err)
 		})
 	}
 }

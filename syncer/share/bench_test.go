@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 )
 
 // The measurements live in e2e/testsupport/bench, which also runs them through gpuvc's
@@ -15,7 +16,7 @@ import (
 // (bench.UngateLatency).
 func BenchmarkUngateLatency(b *testing.B) {
 	localcp.ForTest(b)
-	ctx := testContext(b, 10*time.Minute)
+	ctx := poll.Context(b, 10*time.Minute)
 	bench.UngateLatency(ctx, b, team(newTeam(ctx, b, "bench-latency", 8), 8))
 }
 
@@ -23,6 +24,6 @@ func BenchmarkUngateLatency(b *testing.B) {
 // (bench.Burst): pods/s, latency, reservations against the lower bound.
 func BenchmarkBurst(b *testing.B) {
 	localcp.ForTest(b)
-	ctx := testContext(b, 20*time.Minute)
+	ctx := poll.Context(b, 20*time.Minute)
 	bench.Burst(ctx, b, team(newTeam(ctx, b, "bench-burst", 8), 8))
 }

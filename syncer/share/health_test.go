@@ -42,7 +42,7 @@ func markUnhealthy(ctx context.Context, t *testing.T, node, uuids string) {
 // as its last pod ends.
 func TestSharesSkipAFailedGPU(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := poll.Context(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "sick", 2)
 
 	createShare(ctx, t, ns, "a", "0.25")

@@ -19,12 +19,6 @@ import (
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
-func testContext(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // newTeam creates team's namespace (pool a100) with a ResourceQuota of gpus
 // whole GPUs, and on cleanup deletes its pods and waits until the controller has
 // removed its reservations, so the next test finds a100-0's GPUs free.

@@ -16,7 +16,7 @@ import (
 // without gets neither.
 func TestFractionLimitsInTheEnvironment(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := poll.Context(t, 3*time.Minute)
 	limited := newTeam(ctx, t, "limited", 2)
 	plain := newTeam(ctx, t, "plain", 2)
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -24,16 +22,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
-	"github.com/gpuvc/gpuvc/manager/servingcert"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/share"
+	"github.com/gpuvc/gpuvc/syncer/syncertest"
 )
 
 // The controller runs as gpuvc's manager identity: a TrustedUser of the
@@ -158,40 +155,14 @@ func startWebhook(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	bundle, err := servingcert.Generate([]net.IP{net.ParseIP("127.0.0.1")}, nil, 24*time.Hour)
-	if err != nil {
-		return nil, err
-	}
-	certDir := filepath.Join(env.cp.Dir, "webhook-certs")
-	if err := bundle.WriteFiles(certDir); err != nil {
-		return nil, err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir})
-	wh.Register(srv)
-	srvCtx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Start(srvCtx) }()
-	stop = func() { cancel(); <-served }
 	// Two minutes: on a machine shared with other suites (load average 30-50
 	// seen under make bench) 30 s was not always enough.
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case err := <-served:
-			served <- err // for stop
-			return false, fmt.Errorf("webhook server exited: %w", err)
-		default:
-		}
-		return srv.StartedChecker()(nil) == nil, nil
-	}); err != nil {
-		return stop, fmt.Errorf("webhook server: %w", err)
+	srv, err := syncertest.Serve(ctx, env.cp.Dir, 2*time.Minute, wh.Register)
+	if err != nil {
+		return nil, err
 	}
-	mutating, validating := syncer.Configurations(syncer.ConfigOptions{Name: "gpuvc-syncer", URL: fmt.Sprintf("https://127.0.0.1:%d", port), CABundle: bundle.CA})
+	stop = srv.Stop
+	mutating, validating := syncer.Configurations(syncer.ConfigOptions{Name: "gpuvc-syncer", URL: srv.URL, CABundle: srv.CA})
 	if _, err := env.cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mutating, metav1.CreateOptions{}); err != nil {
 		return stop, err
 	}

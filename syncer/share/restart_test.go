@@ -24,7 +24,7 @@ import (
 // reservation.
 func TestRestartDuringChurn(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t, 5*time.Minute)
+	ctx := poll.Context(t, 5*time.Minute)
 	const quota = 6
 	ns := newTeam(ctx, t, "churn", quota)
 	t.Cleanup(func() { // the next tests need a controller, even if this one failed mid-restart

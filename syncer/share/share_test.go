@@ -36,7 +36,7 @@ func sampleCount(t *testing.T, o prometheus.Observer) uint64 {
 // reservations and ConfigMaps go too.
 func TestFractionsShareOneReservation(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := poll.Context(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "pack", 4)
 
 	var pods []*corev1.Pod
@@ -109,7 +109,7 @@ func TestFractionsShareOneReservation(t *testing.T) {
 // of an 81920 MiB A100 is half of it, so two such pods fill one GPU.
 func TestMemoryShare(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := poll.Context(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "memory", 2)
 
 	createPod(ctx, t, testobj.Pod("m1", ns).GPUMemory("40960").Obj())
@@ -139,7 +139,7 @@ func TestMemoryShare(t *testing.T) {
 // frees: by a larger quota, or by another pod leaving.
 func TestQuotaKeepsPodGatedUntilRoomFrees(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := poll.Context(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "quota", 1)
 
 	createShare(ctx, t, ns, "first", "0.6")
@@ -180,7 +180,7 @@ func TestQuotaKeepsPodGatedUntilRoomFrees(t *testing.T) {
 // Team tight allows two pods per shared GPU: three small pods need two GPUs.
 func TestMaxPodsPerGPU(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := poll.Context(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "tight", 2)
 	for _, n := range []string{"a", "b", "c"} {
 		createShare(ctx, t, ns, n, "0.1")
@@ -199,7 +199,7 @@ func TestMaxPodsPerGPU(t *testing.T) {
 // and the gated share pod is served.
 func TestWholeGPUPodLeavingFreesQuota(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := poll.Context(t, 3*time.Minute)
 	ns := newTeam(ctx, t, "whole", 1)
 	whole, err := env.cp.Client.CoreV1().Pods(ns).Create(ctx, testobj.Pod("whole", ns).GPUs("1").Obj(), metav1.CreateOptions{})
 	if err != nil {
@@ -220,7 +220,7 @@ func TestWholeGPUPodLeavingFreesQuota(t *testing.T) {
 // same name.
 func TestPatchesOnlyTheSamePod(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t, time.Minute)
+	ctx := poll.Context(t, time.Minute)
 	ns := newTeam(ctx, t, "uid", 1)
 	p := createShare(ctx, t, ns, "p", "0.5")
 	for _, tc := range []struct {
@@ -247,7 +247,7 @@ func TestPatchesOnlyTheSamePod(t *testing.T) {
 // is told why.
 func TestNoMoreReservationsWhileUnschedulable(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t, 2*time.Minute)
+	ctx := poll.Context(t, 2*time.Minute)
 	ns := testobj.TeamNamespace("nogpu", "system")
 	if _, err := env.cp.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

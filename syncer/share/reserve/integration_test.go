@@ -33,6 +33,7 @@ import (
 	reservecmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/reserve"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/identity"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin/fakekubelet"
@@ -46,9 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	return poll.Context(t, 2*time.Minute)
 }
 
 // reservationNamespace creates a namespace named prefix-<random> (tests can
@@ -245,21 +244,7 @@ func TestReserveRestartAndConflict(t *testing.T) {
 	uuidOf := func(s string) func() (string, error) { return func() (string, error) { return s, nil } }
 
 	for range 2 { // the second run finds its own annotation
-		runCtx, stop := context.WithCancel(ctx)
-		runCtx, holding := holdingSignal(runCtx)
-		done := make(chan error, 1)
-		go func() {
-			done <- reserve.Run(runCtx, reserve.Options{Client: saClient, Namespace: ns, Name: name, UUID: uuidOf("GPU-0a1b")})
-		}()
-		select {
-		case <-holding:
-		case err := <-done:
-			t.Fatalf("reserve.Run returned %v instead of holding", err)
-		case <-time.After(30 * time.Second):
-			t.Fatal("reserve.Run never started holding")
-		}
-		stop()
-		waitExit(t, done, "reserve.Run")
+		holdThenStop(ctx, t, reserve.Options{Client: saClient, Namespace: ns, Name: name, UUID: uuidOf("GPU-0a1b")})
 		got, err := cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
 		require.Equal(t, "GPU-0a1b", got.Annotations[contract.AnnotationGPUUUID])
@@ -276,12 +261,21 @@ func TestReserveRestartAndConflict(t *testing.T) {
 	patch := []byte(`{"metadata":{"annotations":{"gpuvc.dev/gpu-uuid":"GPU-sim-a100-0-0"}}}`)
 	_, err = cp.Client.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "gpuvc-share"})
 	require.NoError(t, err)
+	holdThenStop(ctx, t, reserve.Options{Client: saClient, Namespace: ns, Name: shared, UUID: uuidOf("GPU-sim-9f8e")})
+	got, err := cp.Client.CoreV1().Pods(ns).Get(ctx, shared, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "GPU-sim-a100-0-0", got.Annotations[contract.AnnotationGPUUUID])
+}
+
+// holdThenStop runs reserve.Run until it holds its GPU, then cancels it and
+// waits for it to return.
+func holdThenStop(ctx context.Context, t *testing.T, opts reserve.Options) {
+	t.Helper()
 	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	runCtx, holding := holdingSignal(runCtx)
 	done := make(chan error, 1)
-	go func() {
-		done <- reserve.Run(runCtx, reserve.Options{Client: saClient, Namespace: ns, Name: shared, UUID: uuidOf("GPU-sim-9f8e")})
-	}()
+	go func() { done <- reserve.Run(runCtx, opts) }()
 	select {
 	case <-holding:
 	case err := <-done:
@@ -291,9 +285,6 @@ func TestReserveRestartAndConflict(t *testing.T) {
 	}
 	stop()
 	waitExit(t, done, "reserve.Run")
-	got, err := cp.Client.CoreV1().Pods(ns).Get(ctx, shared, metav1.GetOptions{})
-	require.NoError(t, err)
-	require.Equal(t, "GPU-sim-a100-0-0", got.Annotations[contract.AnnotationGPUUUID])
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)

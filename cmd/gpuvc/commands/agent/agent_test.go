@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,30 +10,13 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli/clitest"
 )
-
-// offlineKubeconfig points at a server nothing listens on: commands build
-// their client from it, and every test here fails before calling it.
-func offlineKubeconfig(t *testing.T) *cli.Globals {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	const cfg = `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &cli.Globals{Kubeconfig: path}
-}
 
 func execute(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := NewCommand(cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, offlineKubeconfig(t))
+	cmd := NewCommand(cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, &cli.Globals{Kubeconfig: clitest.UnreachableKubeconfig(t)})
 	cmd.SetArgs(args)
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
@@ -76,14 +58,7 @@ func TestAgentFlagErrors(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := execute(t, tc.args...)
-			if err == nil {
-				t.Fatal("command succeeded, want an error")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
+			clitest.FailsSaying(t, err, tc.want...)
 		})
 	}
 }

@@ -2,12 +2,11 @@ package install_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gpuvc/gpuvc/charts/installer"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli/clitest"
 )
 
 // noCluster is a kubeconfig that does not exist: commands that fail on their flags
@@ -99,17 +98,7 @@ func TestHelpSaysWhatItDoes(t *testing.T) {
 
 // TestUnreachableClusterNamesIt: a kubeconfig whose server does not answer.
 func TestUnreachableClusterNamesIt(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := clitest.UnreachableKubeconfig(t)
 	for _, cmd := range []string{"install", "uninstall"} {
 		r := gpuvc(t, "--kubeconfig", kubeconfig, cmd, "--timeout", "10s")
 		if r.code != 1 || !strings.Contains(r.errOut, "cannot reach the host cluster at https://127.0.0.1:1 (chosen by --kubeconfig and --context)") {

@@ -11,30 +11,15 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli/clitest"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share/reserve"
 )
 
-func offlineKubeconfig(t *testing.T) *cli.Globals {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	const cfg = `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &cli.Globals{Kubeconfig: path}
-}
-
 func execute(t *testing.T, args ...string) error {
 	t.Helper()
 	var out bytes.Buffer
-	cmd := NewCommand(cli.Streams{Out: &out, ErrOut: &out}, offlineKubeconfig(t))
+	cmd := NewCommand(cli.Streams{Out: &out, ErrOut: &out}, &cli.Globals{Kubeconfig: clitest.UnreachableKubeconfig(t)})
 	cmd.SetArgs(args)
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
@@ -76,14 +61,7 @@ func TestReserveErrors(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			err := execute(t, tc.args...)
-			if err == nil {
-				t.Fatal("command succeeded, want an error")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
+			clitest.FailsSaying(t, err, tc.want...)
 		})
 	}
 }
