@@ -43,7 +43,7 @@ func TestDevClusterWithRealNode(t *testing.T) {
 	host("team", "kubeconfig", "demo", "-f", teamFile)
 	got, errOut, err := gpuvcbin.Run(ctx, localcp.Kubectl(t), "--kubeconfig", teamFile, "get", "namespaces", "--no-headers")
 	if err != nil || !strings.Contains(got, "kube-system") {
-		slices, _, _ := run(ctx, kubectlPath(t), "--kubeconfig", kubeconfig, "-n", "team-demo", "get", "endpointslices,pods", "-o", "wide")
+		slices, _, _ := gpuvcbin.Run(ctx, localcp.Kubectl(t), "--kubeconfig", kubeconfig, "-n", "team-demo", "get", "endpointslices,pods", "-o", "wide")
 		t.Errorf("the team kubeconfig does not work: %v\n%s%s\nthe team's host objects:\n%s", err, got, errOut, slices)
 	}
 }
