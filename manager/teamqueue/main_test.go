@@ -56,8 +56,5 @@ func TestMain(m *testing.M) {
 
 func integration(t *testing.T) context.Context {
 	t.Helper()
-	localcp.ForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	return localcp.Context(t, 3*time.Minute)
 }
