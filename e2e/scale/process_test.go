@@ -44,7 +44,8 @@ func buildGPUVC(ctx context.Context, dir string) (string, error) {
 // startManager runs the manager against cp (CRDs installed by it, webhook at a
 // loopback URL, vCluster chart from the module cache) and waits until /readyz
 // answers and the webhook serves. It returns the process and how long that took.
-func startManager(ctx context.Context, bin, dir string, cp *localcluster.ControlPlane) (*managerProcess, time.Duration, error) {
+// extra are more flags of `gpuvc manager`.
+func startManager(ctx context.Context, bin, dir string, cp *localcluster.ControlPlane, extra ...string) (*managerProcess, time.Duration, error) {
 	chart, err := vclusterstest.ChartDir(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -66,6 +67,7 @@ func startManager(ctx context.Context, bin, dir string, cp *localcluster.Control
 		"--webhook-cert-dir", filepath.Join(dir, "certs"),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]))
+	m.cmd.Args = append(m.cmd.Args, extra...)
 	m.cmd.Stdout, m.cmd.Stderr = log, log
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	start := time.Now()

@@ -65,3 +65,17 @@ func TestReadValues(t *testing.T) {
 		t.Errorf("missing file: err = %v, want one naming the flag", err)
 	}
 }
+
+func TestTeamWorkersBounds(t *testing.T) {
+	for _, n := range []int{1, teamrec.DefaultWorkers, maxTeamWorkers} {
+		if err := checkTeamWorkers(n); err != nil {
+			t.Errorf("--team-workers %d: %v", n, err)
+		}
+	}
+	for _, n := range []int{0, -1, maxTeamWorkers + 1} {
+		err := checkTeamWorkers(n)
+		if err == nil || !strings.Contains(err.Error(), "--team-workers") || !strings.Contains(err.Error(), "want 1 to 64") {
+			t.Errorf("--team-workers %d: err = %v, want one naming the flag and its bounds", n, err)
+		}
+	}
+}

@@ -46,6 +46,7 @@ type flags struct {
 	accounting              accounting.Options
 	idle                    idle.Options
 	wakerPorts              string
+	teamWorkers             int
 }
 
 // NewCommand returns the manager command.
@@ -76,6 +77,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringVar(&f.chartDir, "vcluster-chart-dir", "", "an unpacked vCluster chart to install instead of a published one")
 	fs.StringVar(&f.vclusterValues, "vcluster-values", "", "YAML file of vCluster chart values for every team (registry mirror, distro image, resources); a Team's spec.vcluster.values go over them, gpuvc's fences are kept")
 	fs.StringVar(&f.serverURL, "team-server-url", "", "Go template of the URL teams reach their vCluster at, e.g. https://{{.Team}}.vc.example.com, https://{{.ServiceIP}} where Service IPs route, https://<node address>:{{.NodePort}} for NodePort Services (fields .Team, .Namespace, .Release, .ServiceIP, .NodePort; default: the in-cluster Service URL)")
+	fs.IntVar(&f.teamWorkers, "team-workers", team.DefaultWorkers, "how many Teams are provisioned at once (each Team by one worker at a time); more create a batch of teams faster at the cost of API server load and the manager's CPU during the burst")
 	fs.StringVar(&f.controlPlanePool, "control-plane-pool", "", "node pool of vCluster control planes (default: any untainted node)")
 	fs.StringVar(&f.systemPool, "system-pool", "system", "node pool the webhook pins vCluster control-plane pods to")
 	fs.StringVar(&f.reserveImage, "reserve-image", "ghcr.io/gpuvc/gpuvc:latest", `image of fractional-GPU reservation pods (gpuvc reserve); "" turns fractional sharing off`)
@@ -106,6 +108,9 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 	}
 	serverURL, usesService, err := serverURLFunc(f.serverURL)
 	if err != nil {
+		return err
+	}
+	if err := checkTeamWorkers(f.teamWorkers); err != nil {
 		return err
 	}
 	if f.idle.Ports, err = parsePortRange(f.wakerPorts); err != nil {
@@ -150,6 +155,7 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 			ControlPlanePool:     f.controlPlanePool,
 			Persistence:          vclusters.Persistence{Ephemeral: f.ephemeral},
 			SyncRealNodes:        f.syncRealNodes,
+			Workers:              f.teamWorkers,
 		},
 	})
 	if err != nil {
@@ -217,4 +223,15 @@ func readValues(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("--vcluster-values %s: not a YAML object of chart values: %w", path, err)
 	}
 	return values, nil
+}
+
+// maxTeamWorkers bounds --team-workers: past it a burst of Helm installs only
+// queues on the API server and multiplies the manager's memory.
+const maxTeamWorkers = 64
+
+func checkTeamWorkers(n int) error {
+	if n < 1 || n > maxTeamWorkers {
+		return fmt.Errorf("--team-workers %d: want 1 to %d Teams provisioned at once (default %d)", n, maxTeamWorkers, team.DefaultWorkers)
+	}
+	return nil
 }
