@@ -79,3 +79,22 @@ func TestTeamWorkersBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestKubeAPILimit(t *testing.T) {
+	for _, ok := range []struct {
+		qps   float32
+		burst int
+	}{{50, 100}, {5, 1}, {-1, 0}} {
+		if err := checkKubeAPILimit(ok.qps, ok.burst); err != nil {
+			t.Errorf("--kube-api-qps %g --kube-api-burst %d: %v", ok.qps, ok.burst, err)
+		}
+	}
+	for _, bad := range []struct {
+		qps   float32
+		burst int
+	}{{0, 100}, {50, 0}} {
+		if err := checkKubeAPILimit(bad.qps, bad.burst); err == nil || !strings.Contains(err.Error(), "--kube-api-qps") {
+			t.Errorf("--kube-api-qps %g --kube-api-burst %d: err = %v, want one naming the flags", bad.qps, bad.burst, err)
+		}
+	}
+}

@@ -47,6 +47,8 @@ type flags struct {
 	idle                    idle.Options
 	wakerPorts              string
 	teamWorkers             int
+	kubeAPIQPS              float32
+	kubeAPIBurst            int
 }
 
 // NewCommand returns the manager command.
@@ -78,6 +80,8 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringVar(&f.vclusterValues, "vcluster-values", "", "YAML file of vCluster chart values for every team (registry mirror, distro image, resources); a Team's spec.vcluster.values go over them, gpuvc's fences are kept")
 	fs.StringVar(&f.serverURL, "team-server-url", "", "Go template of the URL teams reach their vCluster at, e.g. https://{{.Team}}.vc.example.com, https://{{.ServiceIP}} where Service IPs route, https://<node address>:{{.NodePort}} for NodePort Services (fields .Team, .Namespace, .Release, .ServiceIP, .NodePort; default: the in-cluster Service URL)")
 	fs.IntVar(&f.teamWorkers, "team-workers", team.DefaultWorkers, "how many Teams are provisioned at once (each Team by one worker at a time); more create a batch of teams faster at the cost of API server load and the manager's CPU during the burst")
+	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "requests per second each of the manager's API clients (one per resource kind, and Helm's) may send, in bursts of --kube-api-burst; negative: no client-side limit, the API server's priority and fairness alone paces them (client-go's default, 5, made Team writes the bottleneck of a batch of new teams)")
+	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 100, "requests each API client may send at once above --kube-api-qps")
 	fs.StringVar(&f.controlPlanePool, "control-plane-pool", "", "node pool of vCluster control planes (default: any untainted node)")
 	fs.StringVar(&f.systemPool, "system-pool", "system", "node pool the webhook pins vCluster control-plane pods to")
 	fs.StringVar(&f.reserveImage, "reserve-image", "ghcr.io/gpuvc/gpuvc:latest", `image of fractional-GPU reservation pods (gpuvc reserve); "" turns fractional sharing off`)
@@ -98,19 +102,23 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags) error {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(f.devLogs), zap.WriteTo(streams.ErrOut)))
 	ctx := ctrl.SetupSignalHandler()
+	if err := checkTeamWorkers(f.teamWorkers); err != nil {
+		return err
+	}
+	if err := checkKubeAPILimit(f.kubeAPIQPS, f.kubeAPIBurst); err != nil {
+		return err
+	}
 	cfg, err := globals.RESTConfig()
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = f.kubeAPIQPS, f.kubeAPIBurst
 	chart, err := chartSource(f)
 	if err != nil {
 		return err
 	}
 	serverURL, usesService, err := serverURLFunc(f.serverURL)
 	if err != nil {
-		return err
-	}
-	if err := checkTeamWorkers(f.teamWorkers); err != nil {
 		return err
 	}
 	if f.idle.Ports, err = parsePortRange(f.wakerPorts); err != nil {
@@ -232,6 +240,13 @@ const maxTeamWorkers = 64
 func checkTeamWorkers(n int) error {
 	if n < 1 || n > maxTeamWorkers {
 		return fmt.Errorf("--team-workers %d: want 1 to %d Teams provisioned at once (default %d)", n, maxTeamWorkers, team.DefaultWorkers)
+	}
+	return nil
+}
+
+func checkKubeAPILimit(qps float32, burst int) error {
+	if qps == 0 || (qps > 0 && burst < 1) {
+		return fmt.Errorf("--kube-api-qps %g --kube-api-burst %d: want a positive rate with a burst of at least 1, or a negative rate for no client-side limit", qps, burst)
 	}
 	return nil
 }
