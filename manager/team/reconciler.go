@@ -84,9 +84,9 @@ type Options struct {
 }
 
 // DefaultWorkers is the number of Teams reconciled at once unless Options.Workers
-// says otherwise: most of a new Team's time is spent waiting on the API server
-// during the Helm install, so a few workers create a batch of Teams several times
-// faster even on two cores (docs/benchmarks.md has the measurement).
+// says otherwise. Workers overlap a reconcile's waits on the API server (a Helm
+// install is mostly round trips); where the CPU is the limit they cost nothing
+// measurable (docs/benchmarks.md, "Team workers").
 const DefaultWorkers = 4
 
 // Option configures a Reconciler.
