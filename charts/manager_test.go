@@ -20,7 +20,7 @@ var managerFlags = []string{
 	"--metrics-bind-address", "--health-probe-bind-address", "--leader-elect",
 	"--leader-election-namespace", "--webhook-port", "--webhook-cert-dir",
 	"--vcluster-chart-repo", "--vcluster-chart-version", "--vcluster-chart-dir",
-	"--team-server-url", "--control-plane-pool", "--system-pool", "--reserve-image",
+	"--team-server-url", "--control-plane-pool", "--system-pool", "--reserve-image", "--team-workers",
 	"--ephemeral-vclusters", "--sync-real-nodes", "--webhook-cert-secret", "--vcluster-values",
 	"--agent-metrics-port",
 }
@@ -77,6 +77,7 @@ func TestManagerArgs(t *testing.T) {
 			"--vcluster-chart-dir=/charts/vcluster",
 			"--vcluster-chart-version=0.36.0",
 			"--team-server-url=https://{{.Team}}.vc.example.com",
+			"--team-workers=8",
 			"--control-plane-pool=system",
 			"--system-pool=system",
 			"--reserve-image=" + defaultImage,

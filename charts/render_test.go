@@ -171,6 +171,7 @@ metrics: {serviceMonitor: {enabled: true, labels: {release: prometheus}}}`,
 manager:
   replicas: 3
   teamServerURL: "https://{{.Team}}.vc.example.com"
+  teamWorkers: 8
   controlPlanePool: system
   systemPool: system
   priorityClassName: platform-critical

@@ -213,15 +213,11 @@ func addAccounting(mgr ctrl.Manager, opts accounting.Options) error {
 	return mgr.Add(accounting.New(mgr.GetClient(), mgr.GetAPIReader(), opts))
 }
 
-// addIdle runs the idle policy; a Team's sleep or wake request is acted on at
-// once rather than at the next interval.
+// addIdle runs the idle policy; a Team's sleep or wake request, and a control
+// plane's change of scale, are acted on at once rather than at the next interval.
 func addIdle(ctx context.Context, mgr ctrl.Manager, opts idle.Options) error {
 	s := idle.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("gpuvc-idle"), opts)
-	inf, err := mgr.GetCache().GetInformer(ctx, &gpuvcv1.Team{})
-	if err != nil {
-		return err
-	}
-	if _, err := inf.AddEventHandler(s.PokeOnRequest()); err != nil {
+	if err := s.AddEventHandlers(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
 	return mgr.Add(s)

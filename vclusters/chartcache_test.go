@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -14,8 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// A published version is downloaded once per Client; the index is not consulted
-// again either.
+// A published version is downloaded once per Client, also when several Teams
+// load it at the same time; the index is not consulted again either.
 func TestChartCacheDownloadsOnce(t *testing.T) {
 	ch, err := loader.LoadDir(tinyChart(t))
 	if err != nil {
@@ -50,18 +51,29 @@ func TestChartCacheDownloadsOnce(t *testing.T) {
 	}))
 	defer srv.Close()
 
+	// Teams reconciled at once load it together, then again.
 	var cache chartCache
 	src := ChartSource{RepoURL: srv.URL}
-	for i := 0; i < 3; i++ {
-		got, err := cache.load(context.Background(), src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Metadata.Version != "0.36.1" || len(got.Templates) != 1 {
-			t.Fatalf("load %d: got chart %s with %d templates", i, got.Metadata.Version, len(got.Templates))
-		}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := cache.load(context.Background(), src)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if got.Metadata.Version != "0.36.1" || len(got.Templates) != 1 {
+				t.Errorf("load %d: got chart %s with %d templates", i, got.Metadata.Version, len(got.Templates))
+			}
+		}()
+	}
+	wg.Wait()
+	if _, err := cache.load(context.Background(), src); err != nil {
+		t.Fatal(err)
 	}
 	if n := requests.Load(); n != 2 {
-		t.Errorf("%d requests for three loads, want 2 (index and archive once)", n)
+		t.Errorf("%d requests for nine loads, eight at once, want 2 (index and archive once)", n)
 	}
 }

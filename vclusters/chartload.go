@@ -31,6 +31,43 @@ const downloadTimeout = 2 * time.Minute
 type chartCache struct {
 	mu       sync.Mutex
 	archives map[string][]byte
+	// fetching: downloads under way, so Teams reconciled at once wait for one
+	// download of a chart instead of each starting its own.
+	fetching map[string]*fetch
+}
+
+type fetch struct {
+	done    chan struct{}
+	archive []byte
+	err     error
+}
+
+// archive returns the cached archive of key, or downloads it once however many
+// callers ask at the same time.
+func (cc *chartCache) archive(key string, download func() ([]byte, error)) ([]byte, error) {
+	cc.mu.Lock()
+	if a, ok := cc.archives[key]; ok {
+		cc.mu.Unlock()
+		return a, nil
+	}
+	f := cc.fetching[key]
+	if f == nil {
+		f = &fetch{done: make(chan struct{})}
+		if cc.fetching == nil {
+			cc.fetching = map[string]*fetch{}
+		}
+		cc.fetching[key] = f
+		cc.mu.Unlock()
+		f.archive, f.err = download()
+		cc.mu.Lock()
+		delete(cc.fetching, key)
+		cc.mu.Unlock()
+		close(f.done)
+	} else {
+		cc.mu.Unlock()
+		<-f.done
+	}
+	return f.archive, f.err
 }
 
 // load returns the chart of src, ready to install.
@@ -49,20 +86,17 @@ func (cc *chartCache) load(ctx context.Context, src ChartSource) (*chart.Chart, 
 		return checkChart(ch, src)
 	}
 	key := src.String()
-	cc.mu.Lock()
-	archive, ok := cc.archives[key]
-	cc.mu.Unlock()
-	if !ok {
-		var err error
+	archive, err := cc.archive(key, func() ([]byte, error) {
 		if src.kind() == "OCI" {
-			archive, err = pullOCI(src)
-		} else {
-			archive, err = downloadFromRepo(src)
+			return pullOCI(src)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("fetching %s: %w", src, err)
-		}
+		return downloadFromRepo(src)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", src, err)
 	}
+	// Each load parses its own copy: Helm changes a chart while installing it
+	// (dependencies, values), so Teams reconciled at once must not share one.
 	ch, err := loader.LoadArchive(bytes.NewReader(archive))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", src, err)

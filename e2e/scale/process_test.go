@@ -18,9 +18,9 @@ import (
 type managerProcess struct{ *gpuvcbin.Manager }
 
 // startManager runs the manager against cp and waits until it serves. It
-// returns the process and how long that took.
-func startManager(ctx context.Context, bin, dir string, cp *localcluster.ControlPlane) (*managerProcess, time.Duration, error) {
-	m, err := gpuvcbin.StartManager(ctx, bin, cp.Kubeconfig, dir)
+// returns the process and how long that took. extra are more flags of `gpuvc manager`.
+func startManager(ctx context.Context, bin, dir string, cp *localcluster.ControlPlane, extra ...string) (*managerProcess, time.Duration, error) {
+	m, err := gpuvcbin.StartManager(ctx, bin, cp.Kubeconfig, dir, extra...)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -20,8 +20,7 @@ import (
 
 // hostObjects is the pseudo-condition "the host steps reached RBAC, the last
 // one before the vCluster release": the first RoleBinding seen in the team's
-// namespace. The Team's own conditions are written once per reconcile, at its
-// end, so HostResourcesReady shows up with VClusterReady.
+// namespace (the object itself, not the Team's Provisioning message about it).
 const hostObjects = "HostObjects"
 
 // teamWatch records when each Team's conditions were first seen True, and

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuvc/gpuvc/charts"
@@ -14,7 +15,10 @@ import (
 	"github.com/gpuvc/gpuvc/manager/api/scheme"
 )
 
-var c client.Client
+var (
+	c   client.Client
+	cfg *rest.Config // of the control plane, for informers
+)
 
 // TestMain starts a real control plane with kwok nodes (which run the stand-in
 // control-plane pods and report them ready) and its EndpointSlice controller.
@@ -23,6 +27,7 @@ func TestMain(m *testing.M) {
 		if err := charts.InstallCRDs(ctx, cp.Config); err != nil {
 			return nil, err
 		}
+		cfg = cp.Config
 		var err error
 		c, err = client.New(cp.Config, client.Options{Scheme: scheme.New()})
 		return nil, err

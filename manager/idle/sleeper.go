@@ -12,13 +12,12 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
@@ -149,17 +148,6 @@ func (s *Sleeper) Poke() {
 	case s.poke <- struct{}{}:
 	default:
 	}
-}
-
-// PokeOnRequest is an informer event handler: a Team that carries a sleep or
-// wake request pokes the Sleeper.
-func (s *Sleeper) PokeOnRequest() toolscache.ResourceEventHandler {
-	check := func(obj any) {
-		if t, ok := obj.(*gpuvcv1.Team); ok && t.Annotations[contract.AnnotationIdleRequest] != "" {
-			s.Poke()
-		}
-	}
-	return toolscache.ResourceEventHandlerFuncs{AddFunc: check, UpdateFunc: func(_, obj any) { check(obj) }}
 }
 
 // Tick applies the policy to every team once.
@@ -358,10 +346,19 @@ func (s *Sleeper) event(t *gpuvcv1.Team, typ, reason, action, msg string) {
 	}
 }
 
-// setCondition writes the Asleep condition and status.idle when they change.
+// setCondition writes the Asleep condition and status.idle when they change. It
+// reads the Team from the API server, not the cache, and writes only over what
+// it read (a merge patch replaces the whole conditions list: from an older copy
+// it would undo the Team reconciler's conditions), reading again on a conflict.
 func (s *Sleeper) setCondition(ctx context.Context, t *gpuvcv1.Team, asleep bool, reason, msg string, edit func(*gpuvcv1.IdleStatus)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		return s.trySetCondition(ctx, t, asleep, reason, msg, edit)
+	})
+}
+
+func (s *Sleeper) trySetCondition(ctx context.Context, t *gpuvcv1.Team, asleep bool, reason, msg string, edit func(*gpuvcv1.IdleStatus)) error {
 	latest := &gpuvcv1.Team{}
-	if err := s.client.Get(ctx, client.ObjectKeyFromObject(t), latest); err != nil {
+	if err := s.reader.Get(ctx, client.ObjectKeyFromObject(t), latest); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	orig := latest.DeepCopy()
@@ -387,7 +384,7 @@ func (s *Sleeper) setCondition(ctx context.Context, t *gpuvcv1.Team, asleep bool
 	if equalStatus(orig, latest) {
 		return nil
 	}
-	return s.client.Status().Patch(ctx, latest, client.MergeFrom(orig))
+	return s.client.Status().Patch(ctx, latest, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
 func (s *Sleeper) lastActivityOf(team string) (time.Time, bool) {
@@ -407,10 +404,19 @@ func (s *Sleeper) clearCondition(ctx context.Context, t *gpuvcv1.Team) error {
 	if apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionAsleep) == nil && t.Status.Idle == nil {
 		return nil
 	}
-	orig := t.DeepCopy()
-	apimeta.RemoveStatusCondition(&t.Status.Conditions, gpuvcv1.ConditionAsleep)
-	t.Status.Idle = nil
-	return s.client.Status().Patch(ctx, t, client.MergeFrom(orig))
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest := &gpuvcv1.Team{}
+		if err := s.reader.Get(ctx, client.ObjectKeyFromObject(t), latest); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		orig := latest.DeepCopy()
+		apimeta.RemoveStatusCondition(&latest.Status.Conditions, gpuvcv1.ConditionAsleep)
+		latest.Status.Idle = nil
+		if equalStatus(orig, latest) {
+			return nil
+		}
+		return s.client.Status().Patch(ctx, latest, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	})
 }
 
 func nowTime(s *Sleeper) *metav1.Time {

@@ -21,8 +21,11 @@ import (
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
+// exportKubeconfig stands in for vCluster exporting its kubeconfig, once the
+// team's namespace exists.
 func exportKubeconfig(ctx context.Context, t *testing.T, teamName string) {
 	t.Helper()
+	get(ctx, t, ns(gpuvcv1.HostNamespace(teamName)), &corev1.Namespace{}, nil)
 	require.NoError(t, managertest.ExportKubeconfig(ctx, host.Client, teamName))
 }
 

@@ -78,7 +78,16 @@ type Options struct {
 	SyncRealNodes bool
 	// WaitInterval is how often a team whose vCluster is still starting is checked.
 	WaitInterval time.Duration
+	// Workers is how many Teams are reconciled at once (one Team is never
+	// reconciled by two at a time). Default DefaultWorkers.
+	Workers int
 }
+
+// DefaultWorkers is the number of Teams reconciled at once unless Options.Workers
+// says otherwise. Workers overlap a reconcile's waits on the API server (a Helm
+// install is mostly round trips); where the CPU is the limit they cost nothing
+// measurable (docs/benchmarks.md, "Team workers").
+const DefaultWorkers = 4
 
 // Option configures a Reconciler.
 type Option func(*Reconciler)
@@ -90,6 +99,9 @@ func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clo
 func NewReconciler(c ctrl.Client, vc VClusters, recorder events.EventRecorder, opts Options, o ...Option) *Reconciler {
 	if opts.WaitInterval == 0 {
 		opts.WaitInterval = 5 * time.Second
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultWorkers
 	}
 	r := &Reconciler{client: c, vclusters: vc, recorder: recorder, opts: opts, clock: clock.RealClock{}}
 	for _, f := range o {
@@ -118,11 +130,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	orig := t.DeepCopy()
-	result, err := r.provision(ctx, t)
+	w := newStatusWriter(r.client, t)
+	result, err := r.provision(ctx, w, t)
 	t.Status.ObservedGeneration = t.Generation
 	r.setReady(t)
-	if perr := r.client.Status().Patch(ctx, t, ctrl.MergeFrom(orig)); perr != nil {
-		err = errors.Join(err, perr)
+	if perr := w.write(ctx, t); perr != nil {
+		if !apierrors.IsConflict(perr) {
+			return result, errors.Join(err, perr)
+		}
+		// Someone else wrote the status since it was read (its watch event brings
+		// this Team back): writing over it would undo their conditions.
+		log.FromContext(ctx).V(1).Info("status changed meanwhile; reconciling again", "err", perr)
+		if result.RequeueAfter == 0 || result.RequeueAfter > time.Second {
+			result.RequeueAfter = time.Second
+		}
+		return result, err
 	}
 	if becameReady(orig, t) {
 		r.recorder.Eventf(t, nil, corev1.EventTypeNormal, "Ready", "Provision",
@@ -132,13 +154,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // provision runs every step, recording conditions on t as it goes.
-func (r *Reconciler) provision(ctx context.Context, t *gpuvcv1.Team) (reconcile.Result, error) {
+// A Team being created says which step runs (see progress) before each slow one.
+func (r *Reconciler) provision(ctx context.Context, w *statusWriter, t *gpuvcv1.Team) (reconcile.Result, error) {
 	if errs := t.Validate(); len(errs) > 0 {
 		msg := errs.ToAggregate().Error()
 		r.condition(t, gpuvcv1.ConditionHostResourcesReady, false, "InvalidSpec", msg)
 		r.recorder.Eventf(t, nil, corev1.EventTypeWarning, "InvalidSpec", "Validate", "%s", msg)
 		return reconcile.Result{}, nil // nothing to retry until the spec changes
 	}
+	r.progress(ctx, w, t, phaseHost)
 	for _, s := range r.hostSteps() {
 		if err := s.run(ctx, t); err != nil {
 			msg := fmt.Sprintf("%s: %v", s.name, err)
@@ -146,11 +170,15 @@ func (r *Reconciler) provision(ctx context.Context, t *gpuvcv1.Team) (reconcile.
 			r.recorder.Eventf(t, nil, corev1.EventTypeWarning, s.name+"Failed", "Provision", "%s", msg)
 			return reconcile.Result{}, err
 		}
+		if s.then != phaseNone {
+			r.progress(ctx, w, t, s.then)
+		}
 	}
 	t.Status.Namespace = gpuvcv1.HostNamespace(t.Name)
 	r.condition(t, gpuvcv1.ConditionHostResourcesReady, true, "Provisioned",
 		"namespace, quota, limits, network policies and RBAC match the spec")
 	r.recordUsage(ctx, t)
+	r.progress(ctx, w, t, phaseChart)
 
 	spec := r.vclusterSpec(t)
 	applied, err := r.vclusters.Apply(ctx, spec)
@@ -233,7 +261,7 @@ func (r *Reconciler) setReady(t *gpuvcv1.Team) {
 	for _, typ := range []string{gpuvcv1.ConditionHostResourcesReady, gpuvcv1.ConditionVClusterReady, gpuvcv1.ConditionKubeconfigReady} {
 		c := apimeta.FindStatusCondition(t.Status.Conditions, typ)
 		if c == nil {
-			r.condition(t, gpuvcv1.ConditionReady, false, "Provisioning", typ+" not yet reported")
+			r.condition(t, gpuvcv1.ConditionReady, false, gpuvcv1.ReasonProvisioning, typ+" not yet reported")
 			return
 		}
 		if c.Status != metav1.ConditionTrue || c.ObservedGeneration != t.Generation {

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,7 +26,11 @@ import (
 
 // SetupWithManager registers the reconciler: Teams, the host objects they own (a
 // change or deletion by hand wakes the Team and is repaired), and the vCluster
-// control planes in team namespaces (readiness changes).
+// control planes in team namespaces (readiness changes). Options.Workers Teams
+// are reconciled at once: every step reads and writes only its own Team's
+// objects (shared ones, a pool's Kueue ResourceFlavors, are applied whole and
+// identically by each of its teams), and the vCluster client is safe for
+// concurrent use.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
 	// Kueue objects of queueing teams, if Kueue is installed now (installed later:
@@ -44,6 +49,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Owns(obj, builder.OnlyMetadata)
 	}
 	return b.
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers}).
 		For(&gpuvcv1.Team{}).
 		Owns(&corev1.Namespace{}).
 		Owns(&corev1.ResourceQuota{}).

@@ -21,17 +21,19 @@ import (
 type hostStep struct {
 	name string // names the step in conditions and events
 	run  func(context.Context, *gpuvcv1.Team) error
+	// then is the provisioning phase a new Team reports once the step is done.
+	then phase
 }
 
 func (r *Reconciler) hostSteps() []hostStep {
 	return []hostStep{
-		{"Namespace", r.ensureNamespace},
-		{"AdmissionParams", r.ensureAdmissionParams},
-		{"ResourceQuota", r.ensureQuota},
-		{"Queue", r.ensureQueue},
-		{"LimitRange", r.ensureLimitRange},
-		{"NetworkPolicy", r.ensureNetworkPolicies},
-		{"RBAC", r.ensureRBAC},
+		{"Namespace", r.ensureNamespace, phasePolicies},
+		{"AdmissionParams", r.ensureAdmissionParams, phaseNone},
+		{"ResourceQuota", r.ensureQuota, phaseNone},
+		{"Queue", r.ensureQueue, phaseNone},
+		{"LimitRange", r.ensureLimitRange, phaseNone},
+		{"NetworkPolicy", r.ensureNetworkPolicies, phaseNone},
+		{"RBAC", r.ensureRBAC, phaseNone},
 	}
 }
 

@@ -34,8 +34,8 @@ type Manager struct {
 // registered at a loopback URL with a self-signed certificate (under dir), the
 // vCluster chart from the Go module cache, its log in dir. It returns once
 // /readyz answers and the webhook serves; the process dies with the test
-// process, even if the test panics.
-func StartManager(ctx context.Context, bin, kubeconfig, dir string) (*Manager, error) {
+// process, even if the test panics. extra are more flags of `gpuvc manager`.
+func StartManager(ctx context.Context, bin, kubeconfig, dir string, extra ...string) (*Manager, error) {
 	chart, err := vclusterstest.ChartDir(ctx)
 	if err != nil {
 		return nil, err
@@ -61,6 +61,7 @@ func StartManager(ctx context.Context, bin, kubeconfig, dir string) (*Manager, e
 		"--webhook-cert-dir", filepath.Join(dir, "certs"),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metrics),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", health))
+	m.cmd.Args = append(m.cmd.Args, extra...)
 	m.cmd.Stdout, m.cmd.Stderr = log, log
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	began := time.Now()

@@ -12,6 +12,11 @@ const (
 	ConditionKubeconfigReady = "KubeconfigReady"
 )
 
+// ReasonProvisioning: a Team's Ready condition while it is created, from the
+// manager's first look; the message names the step under way (namespace,
+// policies, vCluster chart) and what comes next.
+const ReasonProvisioning = "Provisioning"
+
 // Reasons of a Team's Ready condition while the Team is being deleted; the
 // condition's message says what the deletion waits for.
 const (

@@ -65,3 +65,36 @@ func TestReadValues(t *testing.T) {
 		t.Errorf("missing file: err = %v, want one naming the flag", err)
 	}
 }
+
+func TestTeamWorkersBounds(t *testing.T) {
+	for _, n := range []int{1, teamrec.DefaultWorkers, maxTeamWorkers} {
+		if err := checkTeamWorkers(n); err != nil {
+			t.Errorf("--team-workers %d: %v", n, err)
+		}
+	}
+	for _, n := range []int{0, -1, maxTeamWorkers + 1} {
+		err := checkTeamWorkers(n)
+		if err == nil || !strings.Contains(err.Error(), "--team-workers") || !strings.Contains(err.Error(), "want 1 to 64") {
+			t.Errorf("--team-workers %d: err = %v, want one naming the flag and its bounds", n, err)
+		}
+	}
+}
+
+func TestKubeAPILimit(t *testing.T) {
+	for _, ok := range []struct {
+		qps   float32
+		burst int
+	}{{50, 100}, {5, 1}, {-1, 0}} {
+		if err := checkKubeAPILimit(ok.qps, ok.burst); err != nil {
+			t.Errorf("--kube-api-qps %g --kube-api-burst %d: %v", ok.qps, ok.burst, err)
+		}
+	}
+	for _, bad := range []struct {
+		qps   float32
+		burst int
+	}{{0, 100}, {50, 0}} {
+		if err := checkKubeAPILimit(bad.qps, bad.burst); err == nil || !strings.Contains(err.Error(), "--kube-api-qps") {
+			t.Errorf("--kube-api-qps %g --kube-api-burst %d: err = %v, want one naming the flags", bad.qps, bad.burst, err)
+		}
+	}
+}

@@ -47,6 +47,9 @@ type flags struct {
 	idle                    idle.Options
 	wakerPorts              string
 	agentMetrics            gpuvcmanager.AgentMetrics
+	teamWorkers             int
+	kubeAPIQPS              float32
+	kubeAPIBurst            int
 }
 
 // NewCommand returns the manager command.
@@ -77,6 +80,9 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringVar(&f.chartDir, "vcluster-chart-dir", "", "an unpacked vCluster chart to install instead of a published one")
 	fs.StringVar(&f.vclusterValues, "vcluster-values", "", "YAML file of vCluster chart values for every team (registry mirror, distro image, resources); a Team's spec.vcluster.values go over them, gpuvc's fences are kept")
 	fs.StringVar(&f.serverURL, "team-server-url", "", "Go template of the URL teams reach their vCluster at, e.g. https://{{.Team}}.vc.example.com, https://{{.ServiceIP}} where Service IPs route, https://<node address>:{{.NodePort}} for NodePort Services (fields .Team, .Namespace, .Release, .ServiceIP, .NodePort; default: the in-cluster Service URL)")
+	fs.IntVar(&f.teamWorkers, "team-workers", team.DefaultWorkers, "how many Teams are provisioned at once (each Team by one worker at a time, 1-64); more overlap the waits on the API server of a batch of new teams, at the cost of API server load and the manager's memory during the burst (docs/benchmarks.md)")
+	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 50, "requests per second each of the manager's API clients (one per resource kind, and Helm's) may send, in bursts of --kube-api-burst; negative: no client-side limit, the API server's priority and fairness alone paces them (client-go's default, 5, made Team writes the bottleneck of a batch of new teams)")
+	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 100, "requests each API client may send at once above --kube-api-qps")
 	fs.StringVar(&f.controlPlanePool, "control-plane-pool", "", "node pool of vCluster control planes (default: any untainted node)")
 	fs.StringVar(&f.systemPool, "system-pool", "system", "node pool the webhook pins vCluster control-plane pods to")
 	fs.StringVar(&f.reserveImage, "reserve-image", "ghcr.io/gpuvc/gpuvc:latest", `image of fractional-GPU reservation pods (gpuvc reserve); "" turns fractional sharing off`)
@@ -99,10 +105,17 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags) error {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(f.devLogs), zap.WriteTo(streams.ErrOut)))
 	ctx := ctrl.SetupSignalHandler()
+	if err := checkTeamWorkers(f.teamWorkers); err != nil {
+		return err
+	}
+	if err := checkKubeAPILimit(f.kubeAPIQPS, f.kubeAPIBurst); err != nil {
+		return err
+	}
 	cfg, err := globals.RESTConfig()
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = f.kubeAPIQPS, f.kubeAPIBurst
 	chart, err := chartSource(f)
 	if err != nil {
 		return err
@@ -154,6 +167,7 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 			ControlPlanePool:     f.controlPlanePool,
 			Persistence:          vclusters.Persistence{Ephemeral: f.ephemeral},
 			SyncRealNodes:        f.syncRealNodes,
+			Workers:              f.teamWorkers,
 		},
 	})
 	if err != nil {
@@ -221,4 +235,22 @@ func readValues(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("--vcluster-values %s: not a YAML object of chart values: %w", path, err)
 	}
 	return values, nil
+}
+
+// maxTeamWorkers bounds --team-workers: past it a burst of Helm installs only
+// queues on the API server and multiplies the manager's memory.
+const maxTeamWorkers = 64
+
+func checkTeamWorkers(n int) error {
+	if n < 1 || n > maxTeamWorkers {
+		return fmt.Errorf("--team-workers %d: want 1 to %d Teams provisioned at once (default %d)", n, maxTeamWorkers, team.DefaultWorkers)
+	}
+	return nil
+}
+
+func checkKubeAPILimit(qps float32, burst int) error {
+	if qps == 0 || (qps > 0 && burst < 1) {
+		return fmt.Errorf("--kube-api-qps %g --kube-api-burst %d: want a positive rate with a burst of at least 1, or a negative rate for no client-side limit", qps, burst)
+	}
+	return nil
 }
