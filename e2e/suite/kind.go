@@ -35,6 +35,8 @@ type kindBackend struct {
 	cluster *trial.Cluster
 	// owned: the backend created (or took over) the cluster and deletes it.
 	owned bool
+	// archives is the folder of this run's image archives (pinArchives).
+	archives string
 }
 
 // startKind brings up the trial cluster through kind's Go library, with every
@@ -61,12 +63,16 @@ func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	tars = append(tars, placeholder)
-	dir, err := os.MkdirTemp("", "gpuvc-e2e-kind-")
+	archives, tars, err := pinArchives(append(tars, placeholder))
 	if err != nil {
 		return nil, err
 	}
-	b := &kindBackend{owned: !reuse, opts: trial.Options{
+	dir, err := os.MkdirTemp("", "gpuvc-e2e-kind-")
+	if err != nil {
+		os.RemoveAll(archives)
+		return nil, err
+	}
+	b := &kindBackend{owned: !reuse, archives: archives, opts: trial.Options{
 		Name:          name,
 		Dir:           dir,
 		Image:         images.GpuvcRef,
@@ -115,8 +121,9 @@ func (b *kindBackend) ExportKubeconfig(ctx context.Context, team string) error {
 // Stop deletes the cluster the backend created; a cluster named by
 // GPUVC_KIND_CLUSTER is kept (only the backend's kubeconfig folder goes).
 func (b *kindBackend) Stop() error {
+	err := os.RemoveAll(b.archives)
 	if b.owned {
-		return trial.Down(context.Background(), b.opts)
+		return errors.Join(err, trial.Down(context.Background(), b.opts))
 	}
-	return os.RemoveAll(b.opts.Dir)
+	return errors.Join(err, os.RemoveAll(b.opts.Dir))
 }
