@@ -35,7 +35,7 @@ type kindBackend struct {
 	cluster *trial.Cluster
 	// owned: the backend created (or took over) the cluster and deletes it.
 	owned bool
-	// archives is the folder of this run's image archives (pinArchives).
+	// archives is the folder of this run's image archives.
 	archives string
 }
 
@@ -63,8 +63,13 @@ func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	archives, tars, err := pinArchives(append(tars, placeholder))
+	// The run's own copy of the archives (kindnode.PinArchives), removed by Stop.
+	archives, err := os.MkdirTemp("", "gpuvc-e2e-kind-images-")
 	if err != nil {
+		return nil, err
+	}
+	if tars, err = kindnode.PinArchives(archives, append(tars, placeholder)); err != nil {
+		os.RemoveAll(archives)
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "gpuvc-e2e-kind-")

@@ -50,6 +50,9 @@ func TestKindTrialOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
+	if tars, err = kindnode.PinArchives(work, tars); err != nil {
+		t.Fatal(err)
+	}
 	values := filepath.Join(work, "values.yaml")
 	b, err := yaml.Marshal(kindnode.OfflineValues())
 	if err != nil {
