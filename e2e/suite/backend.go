@@ -31,6 +31,11 @@ type Backend interface {
 	// ExportKubeconfig stands in for vCluster exporting a team's kubeconfig where
 	// no vCluster runs; on a real backend it waits for vCluster to do it.
 	ExportKubeconfig(ctx context.Context, team string) error
+	// SystemNodeCommand runs a command in the network namespace of the system
+	// node, where vCluster control planes run and team requests arrive (e.g.
+	// iptables-save for kube-proxy's rules): this machine's for the real node,
+	// the node's container on kind.
+	SystemNodeCommand(ctx context.Context, name string, args ...string) (*exec.Cmd, error)
 	Stop() error
 }
 

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/gpuvc/gpuvc/e2e/kindnode"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
@@ -117,6 +119,22 @@ func (b *kindBackend) Kubeconfig() string           { return b.cluster.Kubeconfi
 func (b *kindBackend) Config() *rest.Config         { return b.cluster.Config }
 func (b *kindBackend) Client() kubernetes.Interface { return b.cluster.Client }
 func (b *kindBackend) RunsContainers() bool         { return true }
+
+// SystemNodeCommand runs the command in system-0's container (docker exec): its
+// kube-proxy's and kube-router's rules live in that node's network namespace, not
+// this machine's. The container is the one of the cluster at system-0's address.
+func (b *kindBackend) SystemNodeCommand(ctx context.Context, name string, args ...string) (*exec.Cmd, error) {
+	nodes, err := cluster.NewProvider(cluster.ProviderWithDocker()).ListNodes(b.opts.Name)
+	if err != nil {
+		return nil, fmt.Errorf("listing the nodes of kind cluster %s: %w", b.opts.Name, err)
+	}
+	for _, n := range nodes {
+		if ip, _, err := n.IP(); err == nil && ip == b.cluster.SystemNodeIP {
+			return exec.CommandContext(ctx, "docker", append([]string{"exec", n.String(), name}, args...)...), nil
+		}
+	}
+	return nil, fmt.Errorf("no node of kind cluster %s has system-0's address %s", b.opts.Name, b.cluster.SystemNodeIP)
+}
 
 // ExportKubeconfig waits for the team's vCluster to export its kubeconfig.
 func (b *kindBackend) ExportKubeconfig(ctx context.Context, team string) error {
