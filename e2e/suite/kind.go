@@ -85,7 +85,7 @@ func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 		Image:         images.GpuvcRef,
 		NodeImage:     os.Getenv(kindNodeImageEnv),
 		ImageArchives: tars,
-		Values:        kindnode.OfflineValues(),
+		Values:        trial.BuiltImageValues(),
 		Log:           logWriter,
 	}}
 	defer func() {

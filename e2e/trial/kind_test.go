@@ -15,6 +15,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
+	kindtrial "github.com/gpuvc/gpuvc/kind/trial"
 )
 
 // kindTrialName is the cluster of TestKindTrialOffline, apart from `make trial`'s.
@@ -54,7 +55,7 @@ func TestKindTrialOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	values := filepath.Join(work, "values.yaml")
-	b, err := yaml.Marshal(kindnode.OfflineValues())
+	b, err := yaml.Marshal(kindtrial.BuiltImageValues())
 	if err != nil {
 		t.Fatal(err)
 	}
