@@ -57,7 +57,8 @@ func dockerHasImage(ref string) bool {
 }
 
 // kindNodeImageEnv names the kind node image the kind backend creates its nodes
-// from (e.g. one built offline by `make kind-node-image`); unset, kind's own.
+// from (e.g. one built offline by `go run ./e2e/kindnode/cmd/build-kind-node-image`,
+// as `make e2e-kind` does); unset, kind's own.
 const kindNodeImageEnv = "GPUVC_KIND_NODE_IMAGE"
 
 // kindNodeImage is the node image the kind backend would use.
@@ -96,7 +97,7 @@ func chooseBackend(h host) (name, why string) {
 		return "local", "no Docker engine answers"
 	}
 	if !h.hasImage(h.nodeImage) {
-		return "local", fmt.Sprintf("a Docker engine answers but holds no kind node image %s (build one offline with `make kind-node-image` "+
+		return "local", fmt.Sprintf("a Docker engine answers but holds no kind node image %s (build one offline with `go run ./e2e/kindnode/cmd/build-kind-node-image` "+
 			"and set %s to it, `docker pull` it, or set GPUVC_E2E_BACKEND=kind to let kind pull it)", h.nodeImage, kindNodeImageEnv)
 	}
 	return "kind", fmt.Sprintf("a Docker engine answers and holds the kind node image %s", h.nodeImage)
