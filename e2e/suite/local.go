@@ -108,11 +108,6 @@ func (b *localBackend) Config() *rest.Config         { return b.cp.Config }
 func (b *localBackend) Client() kubernetes.Interface { return b.cp.Client }
 func (b *localBackend) RunsContainers() bool         { return false }
 
-// SystemNodeCommand runs on this machine (the kwok nodes have no network of their own).
-func (b *localBackend) SystemNodeCommand(ctx context.Context, name string, args ...string) (*exec.Cmd, error) {
-	return exec.CommandContext(ctx, name, args...), nil
-}
-
 func (b *localBackend) ExportKubeconfig(ctx context.Context, team string) error {
 	return managertest.ExportKubeconfig(ctx, b.cp.Client, team)
 }
