@@ -40,7 +40,7 @@ image: ## Build the gpuvc image (needs a Docker engine; see Dockerfile)
 # that starts a real node; GPUVC_REQUIRE_TRIAL turns its "machine busy" skip into a failure.
 TRIAL_PKG := ./e2e/trial
 
-test: lint verify-generated binaries ## Everything CI runs: lint, unit and integration tests on the local control plane, then the Docker-less trial
+test: lint verify-generated binaries ## The README's test command: lint, unit and integration tests on the local control plane, then the Docker-less trial (CI, .ci/run, adds e2e-kind)
 	$(GO) test -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/e2e/trial$$')
 	GPUVC_REQUIRE_TRIAL=1 $(GO) test -timeout $(TEST_TIMEOUT) $(TRIAL_PKG)
 
@@ -51,7 +51,7 @@ e2e: binaries ## End-to-end suites (local control plane; kind when a Docker engi
 	$(GO) test -timeout $(TEST_TIMEOUT) -v $$($(GO) list ./e2e/... | grep -v '/e2e/trial$$')
 	GPUVC_REQUIRE_TRIAL=1 $(GO) test -timeout $(TEST_TIMEOUT) -v $(TRIAL_PKG)
 
-e2e-kind: binaries ## The e2e suite on kind without registry access: the harness's own Docker engine (private socket; Debian's docker.io installed if missing), kind's node image built offline (docs/trial.md)
+e2e-kind: binaries ## The e2e suite and the kind trial on kind without registry access (CI runs it after test): the harness's own Docker engine (private socket; Debian's docker.io installed if missing), kind's node image built offline (docs/trial.md)
 	TEST_TIMEOUT=$(TEST_TIMEOUT) bash .ci/e2e-kind
 
 # BENCH_SCALE=full runs the scale benchmark at 100 teams and 10,000 pods (longer
@@ -61,9 +61,19 @@ BENCH_SCALE ?= small
 bench: binaries ## Benchmarks of the packages that have any, one at a time; writes docs/benchmarks.md (BENCH_SCALE=small|full)
 	$(GO) run ./e2e/benchreport -scale $(BENCH_SCALE) -out docs/benchmarks.md
 
-trial: build ## Try gpuvc: gpuvc installed, two teams running GPU pods in their own clusters; without Docker (as root) on a local control plane with a real node, left running; kind where a Docker engine answers (docs/trial.md)
+# The kind trial's images: docker (make image builds gpuvc's, kind and the nodes
+# pull the rest) or built (everything built in Go from the prebuilt binaries and
+# loaded into the nodes, kind's node image built offline: no registry needed; root,
+# Debian's mmdebstrap).
+TRIAL_IMAGES ?= docker
+
+trial: build ## Try gpuvc: gpuvc installed, two teams running GPU pods in their own clusters; without Docker (as root) on a local control plane with a real node, left running; kind where a Docker engine answers, TRIAL_IMAGES=built without registry access (docs/trial.md)
 	@backend=$$(bin/gpuvc dev trial check) || exit $$?; \
-	if [ "$$backend" = kind ]; then \
+	if [ "$$backend" = kind ] && [ "$(TRIAL_IMAGES)" = built ]; then \
+		bash .ci/host-packages && $(MAKE) --no-print-directory binaries && \
+		node=$$($(GO) run ./e2e/kindnode/cmd/build-kind-node-image) && \
+		bin/gpuvc dev trial up --build-images --node-image "$$node"; \
+	elif [ "$$backend" = kind ]; then \
 		$(MAKE) --no-print-directory image && bin/gpuvc dev trial up --image $(IMAGE); \
 	else \
 		bash .ci/host-packages && $(MAKE) --no-print-directory binaries && bin/gpuvc dev trial up --local; \

@@ -1,13 +1,20 @@
 package kindnode
 
-// cniManifest is the node image's /kind/manifests/default-cni.yaml, which kind
-// applies after `kubeadm init` (kind's own kindnetd image cannot be pulled here).
+// defaultCNIManifest is the node image's /kind/manifests/default-cni.yaml: the
+// pod network and the NetworkPolicy controller.
+func defaultCNIManifest() string {
+	return cniManifest(toolsRef) + "---\n" + netpolManifest(toolsRef)
+}
+
+// cniManifest is the node's pod network, applied by kind after `kubeadm init`
+// (kind's own kindnetd image cannot be pulled here).
 // A DaemonSet on every node writes a bridge + host-local configuration for the
 // node's pod CIDR and routes every other node's pod CIDR via that node's
 // address, so pods reach each other across the kind network. It talks to the API
 // server at the address kind patches in (the marker line below asks kind to add
 // CONTROL_PLANE_ENDPOINT), since Service IPs need kube-proxy, which waits for
-// nothing but may not be up yet. It does not enforce NetworkPolicy.
+// nothing but may not be up yet. It does not enforce NetworkPolicy (netpolManifest
+// does).
 func cniManifest(toolsRef string) string {
 	return `# would you kindly patch this file (kind adds CONTROL_PLANE_ENDPOINT)
 apiVersion: v1

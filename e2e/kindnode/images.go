@@ -17,6 +17,7 @@ const (
 	toolsRef      = "gpuvc.local/kind-node-tools:" + localcluster.KubernetesVersion
 	kubeProxyRef  = registry + "kube-proxy:" + localcluster.KubernetesVersion
 	hostXtables   = "/usr/sbin/xtables-nft-multi"
+	hostIPSet     = "/usr/sbin/ipset"
 	hostXtablesSO = "/usr/lib/x86_64-linux-gnu/xtables"
 )
 
@@ -42,15 +43,18 @@ func binaryImage(ref, src, name string) images.Spec {
 	}
 }
 
-// toolsImage is kube-proxy's image and the CNI DaemonSet's: kube-proxy and
-// kubectl, the host's nft-backed iptables (with its extension modules) and
-// busybox for the shell, ip and the rest.
+// toolsImage is the image of kube-proxy, the CNI DaemonSet and the NetworkPolicy
+// DaemonSet: kube-proxy, kubectl and kube-router, the host's nft-backed iptables
+// (with its extension modules) and ipset, and busybox for the shell, ip and the
+// rest.
 func toolsImage(in inputs) (images.Spec, error) {
 	s := binaryImage(toolsRef, in.node.KubeProxy, "kube-proxy")
 	s.Files = append(s.Files, images.File{Source: in.cp.Kubectl, Path: "/usr/local/bin/kubectl", Mode: images.Executable},
+		images.File{Source: in.node.KubeRouter, Path: "/usr/local/bin/kube-router", Mode: images.Executable},
 		images.File{Source: hostXtables, Path: hostXtables, Mode: images.Executable},
+		images.File{Source: hostIPSet, Path: hostIPSet, Mode: images.Executable},
 		images.File{Source: images.HostBusybox, Path: "/bin/busybox", Mode: images.Executable})
-	s.LibrariesOf = append(s.LibrariesOf, in.cp.Kubectl, hostXtables)
+	s.LibrariesOf = append(s.LibrariesOf, in.cp.Kubectl, hostXtables, hostIPSet)
 	mods, err := filepath.Glob(filepath.Join(hostXtablesSO, "*.so"))
 	if err != nil || len(mods) == 0 {
 		return s, fmt.Errorf("no iptables extensions in %s: install iptables (apt-get install iptables)", hostXtablesSO)

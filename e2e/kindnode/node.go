@@ -40,7 +40,7 @@ func nodeLayer(in inputs, archives []string) (images.Spec, error) {
 		{Content: []byte(registryHosts), Path: "/etc/containerd/certs.d/_default/hosts.toml"},
 		{Content: []byte(kubeletDropIn), Path: kubeletDropIns + "/50-gpuvc-kind-node.conf"},
 		{Content: []byte(localcluster.KubernetesVersion), Path: "/kind/version"},
-		{Content: []byte(cniManifest(toolsRef)), Path: "/kind/manifests/default-cni.yaml"},
+		{Content: []byte(defaultCNIManifest()), Path: "/kind/manifests/default-cni.yaml"},
 	}
 	for _, a := range archives {
 		files = append(files, images.File{Source: a, Path: filepath.Join(imagesDir, filepath.Base(a))})

@@ -31,6 +31,11 @@ type Backend interface {
 	// ExportKubeconfig stands in for vCluster exporting a team's kubeconfig where
 	// no vCluster runs; on a real backend it waits for vCluster to do it.
 	ExportKubeconfig(ctx context.Context, team string) error
+	// SystemNodeCommand runs a command in the network namespace of the system
+	// node, where vCluster control planes run and team requests arrive (e.g.
+	// iptables-save for kube-proxy's rules): this machine's for the real node,
+	// the node's container on kind.
+	SystemNodeCommand(ctx context.Context, name string, args ...string) (*exec.Cmd, error)
 	Stop() error
 }
 
@@ -52,7 +57,8 @@ func dockerHasImage(ref string) bool {
 }
 
 // kindNodeImageEnv names the kind node image the kind backend creates its nodes
-// from (e.g. one built offline by `make kind-node-image`); unset, kind's own.
+// from (e.g. one built offline by `go run ./e2e/kindnode/cmd/build-kind-node-image`,
+// as `make e2e-kind` does); unset, kind's own.
 const kindNodeImageEnv = "GPUVC_KIND_NODE_IMAGE"
 
 // kindNodeImage is the node image the kind backend would use.
@@ -91,7 +97,7 @@ func chooseBackend(h host) (name, why string) {
 		return "local", "no Docker engine answers"
 	}
 	if !h.hasImage(h.nodeImage) {
-		return "local", fmt.Sprintf("a Docker engine answers but holds no kind node image %s (build one offline with `make kind-node-image` "+
+		return "local", fmt.Sprintf("a Docker engine answers but holds no kind node image %s (build one offline with `go run ./e2e/kindnode/cmd/build-kind-node-image` "+
 			"and set %s to it, `docker pull` it, or set GPUVC_E2E_BACKEND=kind to let kind pull it)", h.nodeImage, kindNodeImageEnv)
 	}
 	return "kind", fmt.Sprintf("a Docker engine answers and holds the kind node image %s", h.nodeImage)

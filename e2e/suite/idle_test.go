@@ -3,7 +3,6 @@ package suite
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -105,9 +104,13 @@ func TestVClusterSleepsAndWakesOnTheRealNode(t *testing.T) {
 }
 
 // serviceDestinations are the DNAT destinations kube-proxy (iptables mode) has
-// programmed for a Service port ("namespace/name:port").
+// programmed for a Service port ("namespace/name:port") on the system node.
 func serviceDestinations(ctx context.Context, port string) ([]string, error) {
-	out, err := exec.CommandContext(ctx, "iptables-save", "-t", "nat").Output()
+	cmd, err := backend.SystemNodeCommand(ctx, "iptables-save", "-t", "nat")
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("iptables-save: %w", err)
 	}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/gpuvc/gpuvc/e2e/kindnode"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
@@ -35,6 +37,8 @@ type kindBackend struct {
 	cluster *trial.Cluster
 	// owned: the backend created (or took over) the cluster and deletes it.
 	owned bool
+	// archives is the folder of this run's image archives.
+	archives string
 }
 
 // startKind brings up the trial cluster through kind's Go library, with every
@@ -61,18 +65,27 @@ func startKind(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	tars = append(tars, placeholder)
-	dir, err := os.MkdirTemp("", "gpuvc-e2e-kind-")
+	// The run's own copy of the archives (kindnode.PinArchives), removed by Stop.
+	archives, err := os.MkdirTemp("", "gpuvc-e2e-kind-images-")
 	if err != nil {
 		return nil, err
 	}
-	b := &kindBackend{owned: !reuse, opts: trial.Options{
+	if tars, err = kindnode.PinArchives(archives, append(tars, placeholder)); err != nil {
+		os.RemoveAll(archives)
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "gpuvc-e2e-kind-")
+	if err != nil {
+		os.RemoveAll(archives)
+		return nil, err
+	}
+	b := &kindBackend{owned: !reuse, archives: archives, opts: trial.Options{
 		Name:          name,
 		Dir:           dir,
 		Image:         images.GpuvcRef,
 		NodeImage:     os.Getenv(kindNodeImageEnv),
 		ImageArchives: tars,
-		Values:        kindnode.OfflineValues(),
+		Values:        trial.BuiltImageValues(),
 		Log:           logWriter,
 	}}
 	defer func() {
@@ -107,6 +120,22 @@ func (b *kindBackend) Config() *rest.Config         { return b.cluster.Config }
 func (b *kindBackend) Client() kubernetes.Interface { return b.cluster.Client }
 func (b *kindBackend) RunsContainers() bool         { return true }
 
+// SystemNodeCommand runs the command in system-0's container (docker exec): its
+// kube-proxy's and kube-router's rules live in that node's network namespace, not
+// this machine's. The container is the one of the cluster at system-0's address.
+func (b *kindBackend) SystemNodeCommand(ctx context.Context, name string, args ...string) (*exec.Cmd, error) {
+	nodes, err := cluster.NewProvider(cluster.ProviderWithDocker()).ListNodes(b.opts.Name)
+	if err != nil {
+		return nil, fmt.Errorf("listing the nodes of kind cluster %s: %w", b.opts.Name, err)
+	}
+	for _, n := range nodes {
+		if ip, _, err := n.IP(); err == nil && ip == b.cluster.SystemNodeIP {
+			return exec.CommandContext(ctx, "docker", append([]string{"exec", n.String(), name}, args...)...), nil
+		}
+	}
+	return nil, fmt.Errorf("no node of kind cluster %s has system-0's address %s", b.opts.Name, b.cluster.SystemNodeIP)
+}
+
 // ExportKubeconfig waits for the team's vCluster to export its kubeconfig.
 func (b *kindBackend) ExportKubeconfig(ctx context.Context, team string) error {
 	return waitForVClusterKubeconfig(ctx, b.cluster.Client, team, 5*time.Minute)
@@ -115,8 +144,9 @@ func (b *kindBackend) ExportKubeconfig(ctx context.Context, team string) error {
 // Stop deletes the cluster the backend created; a cluster named by
 // GPUVC_KIND_CLUSTER is kept (only the backend's kubeconfig folder goes).
 func (b *kindBackend) Stop() error {
+	err := os.RemoveAll(b.archives)
 	if b.owned {
-		return trial.Down(context.Background(), b.opts)
+		return errors.Join(err, trial.Down(context.Background(), b.opts))
 	}
-	return os.RemoveAll(b.opts.Dir)
+	return errors.Join(err, os.RemoveAll(b.opts.Dir))
 }

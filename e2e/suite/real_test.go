@@ -166,7 +166,10 @@ func TestNetworkPolicyBetweenTeams(t *testing.T) {
 
 	probes := 0
 	probe := func(team string, vc kubernetes.Interface) string {
-		script := fmt.Sprintf("if nc -w 3 %s 8080 </dev/null 2>/dev/null | grep -q hello; then echo OPEN; else echo CLOSED; fi", ip)
+		// A policy controller lets a new pod's address in asynchronously (kube-router
+		// adds it to its namespace's set at its next sync, seconds on a loaded
+		// machine), so a pod tries for a few seconds before it calls the port CLOSED.
+		script := fmt.Sprintf("for i in 1 2 3 4 5; do if nc -w 3 %s 8080 </dev/null 2>/dev/null | grep -q hello; then echo OPEN; exit 0; fi; sleep 1; done; echo CLOSED", ip)
 		name := fmt.Sprintf("probe-%d", probes)
 		probes++
 		pod := workload(name, script).Edit(func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }).Obj()

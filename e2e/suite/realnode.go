@@ -156,6 +156,11 @@ func (b *realBackend) Config() *rest.Config         { return b.cp.Config }
 func (b *realBackend) Client() kubernetes.Interface { return b.cp.Client }
 func (b *realBackend) RunsContainers() bool         { return true }
 
+// SystemNodeCommand runs on this machine: the real node's daemons are its processes.
+func (b *realBackend) SystemNodeCommand(ctx context.Context, name string, args ...string) (*exec.Cmd, error) {
+	return exec.CommandContext(ctx, name, args...), nil
+}
+
 // ExportKubeconfig waits for the team's vCluster to export its kubeconfig.
 func (b *realBackend) ExportKubeconfig(ctx context.Context, team string) error {
 	return waitForVClusterKubeconfig(ctx, b.cp.Client, team, 3*time.Minute)

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
+	kindtrial "github.com/gpuvc/gpuvc/kind/trial"
 )
 
 // kindTrialName is the cluster of TestKindTrialOffline, apart from `make trial`'s.
@@ -51,8 +52,11 @@ func TestKindTrialOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
+	if tars, err = kindnode.PinArchives(work, tars); err != nil {
+		t.Fatal(err)
+	}
 	values := filepath.Join(work, "values.yaml")
-	b, err := yaml.Marshal(kindnode.OfflineValues())
+	b, err := yaml.Marshal(kindtrial.BuiltImageValues())
 	if err != nil {
 		t.Fatal(err)
 	}

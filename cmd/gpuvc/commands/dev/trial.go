@@ -38,6 +38,9 @@ type trialFlags struct {
 	workloadImage string
 	timeout       time.Duration
 	local         bool
+	// buildImages: the kind trial's images built in Go from this binary and the
+	// prebuilt binaries, loaded into the nodes (no docker build, nothing pulled).
+	buildImages bool
 	// archives and values serve a kind trial without registry access: images
 	// loaded from archives, chart values such as vcluster.chart.dir.
 	archives []string
@@ -108,6 +111,15 @@ func newTrialCommand(streams cli.Streams, env trialEnv) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if f.buildImages && !local {
+				self, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				if err := trial.UseBuiltImages(&opts, self); err != nil {
+					return fmt.Errorf("--build-images: %w", err)
+				}
+			}
 			res, err := up(ctx, opts)
 			if res != nil && len(res.Teams) > 0 && err == nil {
 				res.Print(streams.Out, selfName())
@@ -121,6 +133,7 @@ func newTrialCommand(streams cli.Streams, env trialEnv) *cobra.Command {
 	up.Flags().DurationVar(&f.timeout, "timeout", 10*time.Minute, "how long each wait may take (nodes, install, each team, each pod)")
 	up.Flags().StringArrayVarP(&f.values.Files, "values", "f", nil, "chart values merged over the trial's, from a YAML file (repeatable; later files win), e.g. vcluster.chart.dir where no chart repository is reachable")
 	up.Flags().StringArrayVar(&f.archives, "image-archive", nil, "docker-archive tarball loaded into every kind node instead of saving --image from the Docker engine (repeatable; one must hold --image), e.g. where nothing can be pulled")
+	up.Flags().BoolVar(&f.buildImages, "build-images", false, "build every image the kind trial runs in Go from this binary and the prebuilt binaries (make binaries) and load them into the nodes, with chart values that use them: no docker build, nothing pulled but kind's node image (--node-image names one built offline); it replaces --image and --workload-image and excludes --image-archive")
 	up.Flags().BoolVar(&f.local, "local", false, "run the Docker-less trial (local control plane, real node; needs root) even where a Docker engine answers; --image is ignored, the image is built from this binary")
 	cmd.AddCommand(
 		up,
