@@ -20,20 +20,11 @@ type usage struct{ total, borrowed int64 }
 // Workloads (what admission counts), by flavor and resource.
 func usageOf(cq *unstructured.Unstructured, flavor, res string) usage {
 	flavors, _, _ := unstructured.NestedSlice(cq.Object, "status", "flavorsReservation")
-	for _, f := range flavors {
-		fm, _ := f.(map[string]any)
-		if fm["name"] != flavor {
-			continue
-		}
-		rs, _, _ := unstructured.NestedSlice(fm, "resources")
-		for _, r := range rs {
-			rm, _ := r.(map[string]any)
-			if rm["name"] == res {
-				return usage{total: quantity(rm["total"]), borrowed: quantity(rm["borrowed"])}
-			}
-		}
+	rm, ok := flavorResource(flavors, flavor, res)
+	if !ok {
+		return usage{}
 	}
-	return usage{}
+	return usage{total: quantity(rm["total"]), borrowed: quantity(rm["borrowed"])}
 }
 
 // quota is one resource's nominal quota and lending limit in one flavor of a
@@ -45,28 +36,39 @@ type quota struct{ nominal, lendable int64 }
 func quotaOf(cq *unstructured.Unstructured, flavor, res string) (q quota, ok bool) {
 	groups, _, _ := unstructured.NestedSlice(cq.Object, "spec", "resourceGroups")
 	for _, g := range groups {
-		flavors, _, _ := unstructured.NestedSlice(g.(map[string]any), "flavors")
-		for _, f := range flavors {
-			fm, _ := f.(map[string]any)
-			if fm["name"] != flavor {
-				continue
-			}
-			rs, _, _ := unstructured.NestedSlice(fm, "resources")
-			for _, r := range rs {
-				rm, _ := r.(map[string]any)
-				if rm["name"] != res {
-					continue
-				}
-				q.nominal = quantity(rm["nominalQuota"])
-				q.lendable = q.nominal
-				if l, found := rm["lendingLimit"]; found {
-					q.lendable = min(quantity(l), q.nominal)
-				}
-				return q, true
+		gm, _ := g.(map[string]any)
+		flavors, _, _ := unstructured.NestedSlice(gm, "flavors")
+		rm, ok := flavorResource(flavors, flavor, res)
+		if !ok {
+			continue
+		}
+		q.nominal = quantity(rm["nominalQuota"])
+		q.lendable = q.nominal
+		if l, found := rm["lendingLimit"]; found {
+			q.lendable = min(quantity(l), q.nominal)
+		}
+		return q, true
+	}
+	return quota{}, false
+}
+
+// flavorResource finds resource res of flavor in a list of Kueue's
+// {name, resources: [{name, ...}]} entries (a ClusterQueue's spec flavors and
+// its status reservations share this shape).
+func flavorResource(flavors []any, flavor, res string) (map[string]any, bool) {
+	for _, f := range flavors {
+		fm, _ := f.(map[string]any)
+		if fm["name"] != flavor {
+			continue
+		}
+		rs, _, _ := unstructured.NestedSlice(fm, "resources")
+		for _, r := range rs {
+			if rm, _ := r.(map[string]any); rm["name"] == res {
+				return rm, true
 			}
 		}
 	}
-	return quota{}, false
+	return nil, false
 }
 
 // lent is how much of self's guarantee of the flavor's resource the cohort
