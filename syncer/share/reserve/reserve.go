@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-logr/logr"
@@ -141,6 +142,9 @@ type Options struct {
 	// UUID finds the pod's GPU: NVMLUUID on GPU nodes, VisibleDevicesUUID on
 	// simulated ones.
 	UUID func() (string, error)
+	// ReachTimeout bounds the wait for an API server that cannot be reached
+	// (0: until ctx ends); then Run fails and the kubelet restarts the pod.
+	ReachTimeout time.Duration
 }
 
 // Run finds the pod's GPU, annotates the pod with its UUID and then holds the
@@ -153,7 +157,13 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("finding the reserved GPU: %w", err)
 	}
-	if err := Annotate(ctx, o.Client, o.Namespace, o.Name, uuid); err != nil {
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if o.ReachTimeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, o.ReachTimeout)
+	}
+	err = Annotate(actx, o.Client, o.Namespace, o.Name, uuid)
+	cancel()
+	if err != nil {
 		return err
 	}
 	logr.FromContextOrDiscard(ctx).Info("holding GPU until terminated", "pod", o.Namespace+"/"+o.Name, "uuid", uuid)
@@ -169,8 +179,14 @@ func Run(ctx context.Context, o Options) error {
 // Annotate read again and decide again. An annotation naming another GPU is an
 // error, never overwritten — except that a simulated UUID already recorded
 // stays when the allocated GPU is simulated too. Transient API errors are
-// retried briefly. Needs get and patch on pods in its namespace.
+// retried briefly; while the API server cannot be reached at all (a new
+// pod's NetworkPolicy not applied yet), Annotate keeps trying until ctx ends.
+// Needs get and patch on pods in its namespace.
 func Annotate(ctx context.Context, c kubernetes.Interface, namespace, name, uuid string) error {
+	return untilReached(ctx, func() error { return annotate(ctx, c, namespace, name, uuid) })
+}
+
+func annotate(ctx context.Context, c kubernetes.Interface, namespace, name, uuid string) error {
 	err := retry.OnError(retry.DefaultBackoff, func(err error) bool {
 		var pe *patchError
 		return errors.As(err, &pe) && (apierrors.IsConflict(pe.err) || retriable(pe.err))

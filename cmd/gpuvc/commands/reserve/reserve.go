@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-logr/logr"
@@ -26,6 +27,7 @@ type flags struct {
 	simulate     bool
 	podName      string
 	podNamespace string
+	apiWait      time.Duration
 }
 
 // NewCommand returns the reserve command. --pod-name and --pod-namespace
@@ -48,6 +50,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.BoolVar(&f.simulate, "simulate", false, "no NVML: take the GPU UUID from $"+contract.EnvVisibleDevices+" (simulated nodes running the gpuvc device plugin)")
 	fs.StringVar(&f.podName, "pod-name", os.Getenv(reserve.PodNameEnv), "this pod's name (default $"+reserve.PodNameEnv+", downward API metadata.name)")
 	fs.StringVar(&f.podNamespace, "pod-namespace", os.Getenv(reserve.PodNamespaceEnv), "this pod's namespace (default $"+reserve.PodNamespaceEnv+", downward API metadata.namespace)")
+	fs.DurationVar(&f.apiWait, "api-wait", 5*time.Minute, "how long to wait for an API server that cannot be reached (a new pod's NetworkPolicy may admit it only seconds after it starts) before failing")
 	return cmd
 }
 
@@ -75,6 +78,7 @@ func run(ctx context.Context, streams cli.Streams, globals *cli.Globals, f *flag
 		return fmt.Errorf("API server configuration (kubeconfig or in-cluster): %w", err)
 	}
 	cfg.UserAgent = "gpuvc-reserve"
+	cfg.Timeout = reserve.RequestTimeout
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -83,5 +87,5 @@ func run(ctx context.Context, streams cli.Streams, globals *cli.Globals, f *flag
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return reserve.Run(ctx, reserve.Options{Client: client, Namespace: f.podNamespace, Name: f.podName,
-		UUID: func() (string, error) { return id, nil }})
+		UUID: func() (string, error) { return id, nil }, ReachTimeout: f.apiWait})
 }

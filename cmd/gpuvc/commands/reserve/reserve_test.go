@@ -52,7 +52,7 @@ func TestReserveErrors(t *testing.T) {
 		"flags override env": {env: map[string]string{reserve.PodNameEnv: "", reserve.PodNamespaceEnv: ""},
 			args: []string{"--simulate", "--pod-name=p", "--pod-namespace=ns"}, want: []string{"NVIDIA_VISIBLE_DEVICES is not set"}},
 		"API server down": {env: map[string]string{reserve.PodNameEnv: "p", reserve.PodNamespaceEnv: "ns", contract.EnvVisibleDevices: "GPU-sim-1"},
-			args: []string{"--simulate"}, want: []string{"reading pod ns/p", "127.0.0.1:1"}},
+			args: []string{"--simulate", "--api-wait=1s"}, want: []string{"could not be reached", "reading pod ns/p", "127.0.0.1:1"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestReserveNoDriver(t *testing.T) {
 	// A simulated GPU from the gpuvc device plugin is accepted without
 	// --simulate: the command gets as far as reading its pod.
 	t.Setenv(contract.EnvVisibleDevices, "GPU-sim-1")
-	err = execute(t)
+	err = execute(t, "--api-wait=1s")
 	if err == nil || !strings.Contains(err.Error(), "reading pod ns/p") {
 		t.Errorf("error = %v, want it to reach the API server", err)
 	}
