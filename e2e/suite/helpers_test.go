@@ -45,6 +45,7 @@ func createTeam(ctx context.Context, t *testing.T, name string, flags ...string)
 	r := gpuvc(t, append([]string{"team", "create", name, "--wait", "--timeout", "3m"}, flags...)...)
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.out, r.errOut)
 	t.Cleanup(func() { gpuvc(t, "team", "delete", name, "--wait") })
+	t.Cleanup(func() { dumpTeamIfFailed(t, name) }) // runs first: the team still exists
 	if backend.RunsContainers() {
 		// Ready means vCluster exported its kubeconfig; kube-proxy may need a moment
 		// more to route the new Service's address.
