@@ -387,7 +387,7 @@ func installGpuvc(ctx context.Context, c *Cluster, opts Options, log *progress, 
 	if err != nil {
 		return err
 	}
-	return installValues(ctx, c.Kubeconfig, img, mergeValues(vals, opts.Values), opts, log, waitReady)
+	return installValues(ctx, c.Kubeconfig, img, installer.Overlay(vals, opts.Values), opts, log, waitReady)
 }
 
 // installValues installs or upgrades gpuvc's chart with vals, as `gpuvc install
