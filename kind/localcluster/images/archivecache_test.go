@@ -1,7 +1,11 @@
 package images_test
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -96,4 +100,46 @@ func TestHoldFailsOnARemovedArchive(t *testing.T) {
 	_, err := images.HoldAll([]string{first})
 	require.ErrorIs(t, err, os.ErrNotExist)
 	require.ErrorContains(t, err, filepath.Base(first))
+}
+
+// holderEnv makes the test binary a holder process: it holds the archive named
+// by the variable, says "held", and lets go when its stdin closes.
+const holderEnv = "GPUVC_TEST_HOLD_ARCHIVE"
+
+func TestHolderProcess(t *testing.T) {
+	path := os.Getenv(holderEnv)
+	if path == "" {
+		t.Skip("helper process of TestAnotherProcessHoldsItsArchive")
+	}
+	release, err := images.Hold(path)
+	require.NoError(t, err)
+	defer release()
+	fmt.Println("held")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+}
+
+// The same with the holder in another process, as another test run or `make
+// trial` would be.
+func TestAnotherProcessHoldsItsArchive(t *testing.T) {
+	_, build := appBuilder(t)
+	first := build("one")
+	holder := exec.Command(os.Args[0], "-test.run=^TestHolderProcess$")
+	holder.Env = append(os.Environ(), holderEnv+"="+first)
+	stdin, err := holder.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := holder.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, holder.Start())
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "held\n", line)
+	age(t, first)
+
+	build("two")
+	requireExists(t, map[string]bool{first: true})
+
+	require.NoError(t, stdin.Close())
+	require.NoError(t, holder.Wait())
+	build("three")
+	requireExists(t, map[string]bool{first: false})
 }
