@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -49,15 +48,23 @@ func ServeWebhookAt(ctx context.Context, cfg *rest.Config, baseURL, certDir stri
 	if err != nil {
 		return err
 	}
-	if err := upsertMutating(ctx, cs, mutating); err != nil {
+	if err := upsert(ctx, cs.AdmissionregistrationV1().MutatingWebhookConfigurations(), mutating); err != nil {
 		return err
 	}
-	return upsertValidating(ctx, cs, validating)
+	return upsert(ctx, cs.AdmissionregistrationV1().ValidatingWebhookConfigurations(), validating)
 }
 
-func upsertMutating(ctx context.Context, cs kubernetes.Interface, obj *admissionregistrationv1.MutatingWebhookConfiguration) error {
-	api := cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	old, err := api.Get(ctx, obj.Name, metav1.GetOptions{})
+// clusterObjects is the part of a typed client of cluster-scoped objects that
+// upsert needs.
+type clusterObjects[T metav1.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// upsert creates obj, or replaces the object of its name.
+func upsert[T metav1.Object](ctx context.Context, api clusterObjects[T], obj T) error {
+	old, err := api.Get(ctx, obj.GetName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = api.Create(ctx, obj, metav1.CreateOptions{})
 		return err
@@ -65,22 +72,7 @@ func upsertMutating(ctx context.Context, cs kubernetes.Interface, obj *admission
 	if err != nil {
 		return err
 	}
-	obj.ResourceVersion = old.ResourceVersion
-	_, err = api.Update(ctx, obj, metav1.UpdateOptions{})
-	return err
-}
-
-func upsertValidating(ctx context.Context, cs kubernetes.Interface, obj *admissionregistrationv1.ValidatingWebhookConfiguration) error {
-	api := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	old, err := api.Get(ctx, obj.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = api.Create(ctx, obj, metav1.CreateOptions{})
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	obj.ResourceVersion = old.ResourceVersion
+	obj.SetResourceVersion(old.GetResourceVersion())
 	_, err = api.Update(ctx, obj, metav1.UpdateOptions{})
 	return err
 }

@@ -3,7 +3,6 @@ package vclusters
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -40,21 +39,7 @@ func TestChartSourceValidate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			err := tc.src.Validate()
-			if len(tc.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("want valid, got %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("want errors %q, got none", tc.wantErr)
-			}
-			for _, w := range tc.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
+			requireValidation(t, tc.src.Validate(), tc.wantErr)
 		})
 	}
 }

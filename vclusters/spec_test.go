@@ -34,21 +34,27 @@ func TestSpecValidate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			err := tc.spec.Validate()
-			if len(tc.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("want valid, got %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("want errors %q, got none", tc.wantErr)
-			}
-			for _, w := range tc.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
+			requireValidation(t, tc.spec.Validate(), tc.wantErr)
 		})
+	}
+}
+
+// requireValidation checks a Validate result: nil when want is empty, else an
+// error that mentions every substring of want.
+func requireValidation(t *testing.T, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("want valid, got %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("want errors %q, got none", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
 	}
 }

@@ -217,7 +217,7 @@ func (in *Installer) Install(ctx context.Context, opts InstallOptions) (*Result,
 		}
 		switch {
 		case opts.ReuseValues:
-			vals = chartutil.CoalesceTables(copyValues(vals), copyValues(last.Config))
+			vals = Overlay(last.Config, vals)
 		case len(last.Config) > 0 && len(opts.Values) == 0:
 			notes = append(notes, fmt.Sprintf("revision %d had values of its own and this run passes none: every key is back to the chart's default (pass the same -f/--set again, or --reuse-values)", last.Version))
 		}
@@ -342,16 +342,4 @@ func checkValues(ch *chart.Chart, vals map[string]any) (chartutil.Values, error)
 		return nil, newValuesError(err.Error(), coalesced)
 	}
 	return coalesced, nil
-}
-
-// copyValues deep-copies a values tree (CoalesceTables changes its arguments).
-func copyValues(v map[string]any) map[string]any {
-	out := make(map[string]any, len(v))
-	for k, x := range v {
-		if m, ok := x.(map[string]any); ok {
-			x = copyValues(m)
-		}
-		out[k] = x
-	}
-	return out
 }

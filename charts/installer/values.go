@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/strvals"
@@ -198,4 +199,22 @@ func formatValue(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// Overlay returns over merged on top of base, as Helm merges -f files (over
+// wins, maps merge deeply); it changes neither.
+func Overlay(base, over map[string]any) map[string]any {
+	return chartutil.CoalesceTables(copyValues(over), copyValues(base))
+}
+
+// copyValues deep-copies a values tree (CoalesceTables changes its arguments).
+func copyValues(v map[string]any) map[string]any {
+	out := make(map[string]any, len(v))
+	for k, x := range v {
+		if m, ok := x.(map[string]any); ok {
+			x = copyValues(m)
+		}
+		out[k] = x
+	}
+	return out
 }

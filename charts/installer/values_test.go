@@ -179,3 +179,28 @@ func TestLookup(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlay: over wins, maps merge deeply, and neither argument changes
+// (Helm's CoalesceTables writes into its arguments).
+func TestOverlay(t *testing.T) {
+	base := map[string]any{"manager": map[string]any{"replicas": 3, "nodeSelector": map[string]any{"gpuvc.dev/pool": "system"}}}
+	over := map[string]any{"manager": map[string]any{"replicas": 1}, "agent": map[string]any{"enabled": false}}
+	baseBefore, overBefore := copyValues(base), copyValues(over)
+
+	got := Overlay(base, over)
+
+	want := map[string]any{
+		"manager": map[string]any{"replicas": 1, "nodeSelector": map[string]any{"gpuvc.dev/pool": "system"}},
+		"agent":   map[string]any{"enabled": false},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("overlay (-want +got):\n%s", diff)
+	}
+	got["manager"].(map[string]any)["nodeSelector"].(map[string]any)["x"] = "y"
+	if diff := cmp.Diff(baseBefore, base); diff != "" {
+		t.Errorf("base changed (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(overBefore, over); diff != "" {
+		t.Errorf("over changed (-before +after):\n%s", diff)
+	}
+}

@@ -8,12 +8,11 @@ import (
 )
 
 // PinArchives links image archives into dir, a folder of the caller's run, and
-// returns their paths there. The images cache keeps one archive per image name
-// (images.Build removes older ones), so another test on the same machine building
-// a different gpuvc binary deletes this run's archive between its build and kind's
-// loading (seen: "loading …/ghcr.io_gpuvc_gpuvc_dev-….tar into gpuvc-e2e-worker2:
-// no such file or directory"); a hard link keeps it. Where dir is on another file
-// system the archive is copied.
+// returns their paths there, so the run has them whatever happens to the images
+// cache meanwhile (images.Build removes an image's older archives nobody holds or
+// used within images.KeepUnused; before that rule another test's gpuvc build
+// removed this run's archive between its build and kind's loading). Where dir is
+// on another file system the archive is copied.
 func PinArchives(dir string, tars []string) ([]string, error) {
 	var pinned []string
 	for _, t := range tars {

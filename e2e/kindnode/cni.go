@@ -11,41 +11,27 @@ func defaultCNIManifest() string {
 // A DaemonSet on every node writes a bridge + host-local configuration for the
 // node's pod CIDR and routes every other node's pod CIDR via that node's
 // address, so pods reach each other across the kind network. It talks to the API
-// server at the address kind patches in (the marker line below asks kind to add
+// server at the address kind patches in (kindPatchMarker asks kind to add
 // CONTROL_PLANE_ENDPOINT), since Service IPs need kube-proxy, which waits for
 // nothing but may not be up yet. It does not enforce NetworkPolicy (netpolManifest
 // does).
 func cniManifest(toolsRef string) string {
-	return `# would you kindly patch this file (kind adds CONTROL_PLANE_ENDPOINT)
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: gpuvc-kind-cni
-  namespace: kube-system
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: gpuvc-kind-cni
-rules:
-- apiGroups: [""]
+	return kindPatchMarker + nodeDaemon("gpuvc-kind-cni", cniRules, cniScript, cniContainers(toolsRef))
+}
+
+// kindPatchMarker asks kind to add CONTROL_PLANE_ENDPOINT to the first container
+// of every DaemonSet of the manifest; it must be the manifest's first line.
+const kindPatchMarker = "# would you kindly patch this file (kind adds CONTROL_PLANE_ENDPOINT)\n"
+
+// cniRules let the CNI DaemonSet read the nodes' pod CIDRs and addresses.
+const cniRules = `- apiGroups: [""]
   resources: [nodes]
   verbs: [get, list]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: gpuvc-kind-cni
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: gpuvc-kind-cni
-subjects:
-- kind: ServiceAccount
-  name: gpuvc-kind-cni
-  namespace: kube-system
----
-apiVersion: v1
+`
+
+// cniScript writes the node's CNI configuration and the routes to the other
+// nodes' pod CIDRs, every 5 s.
+const cniScript = `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: gpuvc-kind-cni
@@ -73,33 +59,10 @@ data:
       sleep 5
     done
 ---
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: gpuvc-kind-cni
-  namespace: kube-system
-  labels:
-    app: gpuvc-kind-cni
-spec:
-  selector:
-    matchLabels:
-      app: gpuvc-kind-cni
-  template:
-    metadata:
-      labels:
-        app: gpuvc-kind-cni
-    spec:
-      hostNetwork: true
-      # Docker's embedded DNS resolves the control plane's name in the node's
-      # network namespace, which this pod shares.
-      dnsPolicy: None
-      dnsConfig:
-        nameservers: [127.0.0.11]
-      serviceAccountName: gpuvc-kind-cni
-      priorityClassName: system-node-critical
-      tolerations:
-      - operator: Exists
-      containers:
+`
+
+func cniContainers(toolsRef string) string {
+	return `      containers:
       - name: cni
         image: ` + toolsRef + `
         imagePullPolicy: Never

@@ -14,18 +14,11 @@ package kindnode
 // kube-proxy's Service routing. Its iptables (nft) and ipset are the tools
 // image's, the same iptables kube-proxy's rules are written with.
 func netpolManifest(toolsRef string) string {
-	return `apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: gpuvc-kind-netpol
-  namespace: kube-system
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: gpuvc-kind-netpol
-rules:
-- apiGroups: [""]
+	return nodeDaemon("gpuvc-kind-netpol", netpolRules, "", netpolContainers(toolsRef))
+}
+
+// netpolRules let kube-router read what NetworkPolicies select and record events.
+const netpolRules = `- apiGroups: [""]
   resources: [namespaces, pods, services, endpoints, nodes]
   verbs: [get, list, watch]
 - apiGroups: [networking.k8s.io]
@@ -37,47 +30,10 @@ rules:
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch, update]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: gpuvc-kind-netpol
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: gpuvc-kind-netpol
-subjects:
-- kind: ServiceAccount
-  name: gpuvc-kind-netpol
-  namespace: kube-system
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: gpuvc-kind-netpol
-  namespace: kube-system
-  labels:
-    app: gpuvc-kind-netpol
-spec:
-  selector:
-    matchLabels:
-      app: gpuvc-kind-netpol
-  template:
-    metadata:
-      labels:
-        app: gpuvc-kind-netpol
-    spec:
-      hostNetwork: true
-      # Docker's embedded DNS resolves the control plane's name in the node's
-      # network namespace, which this pod shares.
-      dnsPolicy: None
-      dnsConfig:
-        nameservers: [127.0.0.11]
-      serviceAccountName: gpuvc-kind-netpol
-      priorityClassName: system-node-critical
-      tolerations:
-      - operator: Exists
-      containers:
+`
+
+func netpolContainers(toolsRef string) string {
+	return `      containers:
       - name: kube-router
         image: ` + toolsRef + `
         imagePullPolicy: Never

@@ -15,13 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 )
 
 func TestSecondControlPlaneIsIndependent(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	virtual, err := localcp.Start(ctx, localcluster.Options{APIOnly: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, virtual.Stop()) })
@@ -38,7 +39,7 @@ func TestSecondControlPlaneIsIndependent(t *testing.T) {
 
 func TestStopLeavesNoProcessOrFolder(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	cp, err := localcp.Start(ctx, localcluster.Options{APIOnly: true})
 	require.NoError(t, err)
 	pids := cp.PIDs()

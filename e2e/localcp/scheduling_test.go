@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 )
 
@@ -49,7 +50,7 @@ func running(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
 
 func TestGPUPodToleratingPoolRunsOnGPUNode(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	createNamespace(ctx, t, cp.Client, "whole-gpu")
 
 	pod := testobj.Pod("trainer", "whole-gpu").InPool("a100").GPUs("1").Obj()
@@ -63,7 +64,7 @@ func TestGPUPodToleratingPoolRunsOnGPUNode(t *testing.T) {
 
 func TestMIGPodRunsOnMIGNode(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	createNamespace(ctx, t, cp.Client, "mig")
 
 	pod := testobj.Pod("notebook", "mig").InPool("a100").MIG("1g.10gb", "1").Obj()
@@ -76,7 +77,7 @@ func TestMIGPodRunsOnMIGNode(t *testing.T) {
 
 func TestGPUPodWithoutTolerationStaysPending(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	createNamespace(ctx, t, cp.Client, "no-toleration")
 
 	pod := testobj.Pod("stray", "no-toleration").GPUs("1").Obj()
@@ -110,7 +111,7 @@ func TestGPUPodWithoutTolerationStaysPending(t *testing.T) {
 
 func TestPodOverGPUQuotaIsRefused(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	createNamespace(ctx, t, cp.Client, "quota")
 	_, err := cp.Client.CoreV1().ResourceQuotas("quota").Create(ctx,
 		testobj.Quota("gpus", "quota", map[string]string{"requests.nvidia.com/gpu": "2"}), metav1.CreateOptions{})

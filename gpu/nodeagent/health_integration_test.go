@@ -82,7 +82,7 @@ func healthIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlP
 // annotation and condition.
 func TestHealthInjectedXIDOnTheRealAPIServer(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	const nodeName = "h100-0"
 	_, client := healthIdentity(ctx, t, cp, nodeagent.HealthCordonDrain)
 	inv, err := inventory.Simulate(inventory.Spec{Product: "NVIDIA-H100-80GB-HBM3", Count: 8, Seed: nodeName})
@@ -256,7 +256,7 @@ func restoreNode(t *testing.T, cp *localcluster.ControlPlane, name string) {
 // sets the condition; the metrics endpoint shows the failed GPU.
 func TestAgentCommandInjectedFailure(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	const nodeName = "h100-0"
 	kubeconfig, _ := healthIdentity(ctx, t, cp, nodeagent.HealthTaint)
 	t.Cleanup(func() { restoreNode(t, cp, nodeName) })

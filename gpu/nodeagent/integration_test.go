@@ -36,10 +36,6 @@ func TestMain(m *testing.M) {
 	os.Exit(localcp.RunTests(m, localcluster.Options{}, nil))
 }
 
-func testContext(t *testing.T) context.Context {
-	return poll.Context(t, 2*time.Minute)
-}
-
 // agentIdentity creates the agent's ServiceAccount with exactly the RBAC
 // docs/agent.md documents (get, patch nodes) and returns a kubeconfig and a
 // client authenticated with a token of it.
@@ -148,7 +144,7 @@ func agentApplyTime(node *corev1.Node) *metav1.Time {
 
 func TestPublishOnKwokNode(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	_, saClient := agentIdentity(ctx, t, cp)
 	const nodeName = "a100-0"
 	resetNode(ctx, t, cp, nodeName)
@@ -256,7 +252,7 @@ func TestPublishOnKwokNode(t *testing.T) {
 // ServiceAccount can do nothing else.
 func TestPublishUnknownNode(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	_, saClient := agentIdentity(ctx, t, cp)
 	agent := nodeagent.Agent{
 		Source:    inventory.Spec{Product: "NVIDIA-A100-SXM4-80GB", Count: 1},
@@ -275,7 +271,7 @@ func TestPublishUnknownNode(t *testing.T) {
 // node: the labels agree with the capacity the node pool declares.
 func TestAgentCommandOnce(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	kubeconfig, _ := agentIdentity(ctx, t, cp)
 	resetNode(ctx, t, cp, "a100-mig-0")
 	t.Cleanup(func() { resetNode(context.Background(), t, cp, "a100-mig-0") })
@@ -319,7 +315,7 @@ func keys(m map[string]string) []string {
 // agent leaves it alone.
 func TestSimulatedPublicationLeavesUUIDsToReserve(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	_, saClient := agentIdentity(ctx, t, cp)
 	const kubeletNode = "kubelet-node-0"
 	_, err := cp.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kubeletNode}}, metav1.CreateOptions{})

@@ -4,15 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/gpu/nvmltest"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
@@ -163,23 +160,10 @@ func node(name string, labels map[string]string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 }
 
-// newA100s is the go-nvml mock with n A100-SXM4-80GB and fixed UUIDs.
-func newA100s(t *testing.T, n int) *server.Server {
-	t.Helper()
-	s, err := server.New(server.WithGPUs(gpus.Multiple(n, gpus.A100_SXM4_80GB)...), server.WithDriverVersion("580.65.06"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, d := range s.Devices {
-		d.(*server.Device).UUID = fmt.Sprintf("GPU-a100-%d", i)
-	}
-	return s
-}
-
 // NVML (mock) → inventory → Node annotation and labels, through the agent.
 func TestAgentOnceNVML(t *testing.T) {
 	client := fake.NewClientset(node("gpu-0", map[string]string{"kubernetes.io/hostname": "gpu-0"}))
-	agent := Agent{Source: inventory.NVML{Lib: newA100s(t, 2)}, Publisher: Publisher{Client: client, NodeName: "gpu-0"}}
+	agent := Agent{Source: inventory.NVML{Lib: nvmltest.A100s(t, 2)}, Publisher: Publisher{Client: client, NodeName: "gpu-0"}}
 	res, err := agent.Once(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -206,9 +190,9 @@ func TestAgentOnceNVML(t *testing.T) {
 	if err := json.Unmarshal([]byte(got.Annotations[contract.AnnotationGPUInventory]), &inv); err != nil {
 		t.Fatal(err)
 	}
-	wantInv := inventory.Inventory{DriverVersion: "580.65.06", GPUs: []inventory.GPU{
-		{Index: 0, UUID: "GPU-a100-0", Product: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, MIG: inventory.MIG{Capable: true}},
-		{Index: 1, UUID: "GPU-a100-1", Product: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, MIG: inventory.MIG{Capable: true}},
+	wantInv := inventory.Inventory{DriverVersion: nvmltest.DriverVersion, GPUs: []inventory.GPU{
+		{Index: 0, UUID: nvmltest.UUID(0), Product: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, MIG: inventory.MIG{Capable: true}},
+		{Index: 1, UUID: nvmltest.UUID(1), Product: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, MIG: inventory.MIG{Capable: true}},
 	}}
 	if diff := cmp.Diff(wantInv, inv); diff != "" {
 		t.Errorf("annotation -want +got:\n%s", diff)
@@ -223,11 +207,11 @@ func TestAgentOnceErrors(t *testing.T) {
 		noDriver bool
 	}{
 		"no driver": {
-			source: inventory.NVML{Lib: &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}},
+			source: inventory.NVML{Lib: nvmltest.NoDriver()},
 			want:   `reading the GPUs of node "gpu-0": NVIDIA driver not found`, noDriver: true,
 		},
 		"init fails otherwise": {
-			source: inventory.NVML{Lib: &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_NO_PERMISSION }}},
+			source: inventory.NVML{Lib: nvmltest.InitFails(nvml.ERROR_NO_PERMISSION)},
 			want:   "NVML init: ",
 		},
 		"node missing": {

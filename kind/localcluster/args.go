@@ -87,35 +87,34 @@ func apiServerArgs(p *PKI, etcdPort, port int, nodeIP net.IP) []string {
 }
 
 func controllerManagerArgs(cp *ControlPlane, port int) []string {
-	kc := cp.kubeconfigPath(ControllerManager)
-	return []string{
-		"--kubeconfig=" + kc,
-		"--authentication-kubeconfig=" + kc,
-		"--authorization-kubeconfig=" + kc,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
-		"--cert-dir=" + filepath.Join(cp.Dir, "kcm-serving"),
-		"--leader-elect=false",
+	return append(controllerArgs(cp, ControllerManager, port, "kcm-serving"),
 		"--use-service-account-credentials=true",
-		"--service-account-private-key-file=" + cp.PKI.Path("sa.key"),
-		"--root-ca-file=" + cp.PKI.Path("ca.crt"),
-		"--cluster-signing-cert-file=" + cp.PKI.Path("ca.crt"),
-		"--cluster-signing-key-file=" + cp.PKI.Path("ca.key"),
-		"--service-cluster-ip-range=" + serviceCIDR,
-		"--cluster-cidr=" + podCIDR,
-		"--profiling=false",
-	}
+		"--service-account-private-key-file="+cp.PKI.Path("sa.key"),
+		"--root-ca-file="+cp.PKI.Path("ca.crt"),
+		"--cluster-signing-cert-file="+cp.PKI.Path("ca.crt"),
+		"--cluster-signing-key-file="+cp.PKI.Path("ca.key"),
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--cluster-cidr="+podCIDR,
+	)
 }
 
 func schedulerArgs(cp *ControlPlane, port int) []string {
-	kc := cp.kubeconfigPath(Scheduler)
+	return controllerArgs(cp, Scheduler, port, "scheduler-serving")
+}
+
+// controllerArgs are the flags the controller manager and the scheduler share:
+// the component's kubeconfig for the API server and for delegated authn/authz,
+// a loopback-only secure port serving from certDir, no leader election (one
+// instance), no profiling.
+func controllerArgs(cp *ControlPlane, c Component, port int, certDir string) []string {
+	kc := cp.kubeconfigPath(c)
 	return []string{
 		"--kubeconfig=" + kc,
 		"--authentication-kubeconfig=" + kc,
 		"--authorization-kubeconfig=" + kc,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
-		"--cert-dir=" + filepath.Join(cp.Dir, "scheduler-serving"),
+		"--cert-dir=" + filepath.Join(cp.Dir, certDir),
 		"--leader-elect=false",
 		"--profiling=false",
 	}

@@ -164,6 +164,13 @@ func (s *Stack) startReal(ctx context.Context, m *localcluster.Manifest, opts Op
 	if err != nil {
 		return err
 	}
+	// The node imports them after waiting for its slot, which another user of
+	// the machine may hold for long: keep them in the cache until then.
+	release, err := images.HoldAll(tars)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// The control plane first, then the node's slot, as every user of a real
 	// node takes the two locks.
 	if s.ControlPlane, err = localcluster.Start(ctx, localcluster.Options{

@@ -3,6 +3,7 @@ package trial
 import (
 	"fmt"
 
+	"github.com/gpuvc/gpuvc/charts/installer"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 )
@@ -39,6 +40,6 @@ func UseBuiltImages(opts *Options, gpuvcBinary string) error {
 		return fmt.Errorf("building the trial's images: %w", err)
 	}
 	opts.Image, opts.WorkloadImage, opts.ImageArchives = images.GpuvcRef, images.WorkloadRef, tars
-	opts.Values = mergeValues(BuiltImageValues(), opts.Values)
+	opts.Values = installer.Overlay(BuiltImageValues(), opts.Values)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpuvc/gpuvc/charts/installer"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 )
@@ -32,7 +33,7 @@ func TestUseBuiltImagesRefusals(t *testing.T) {
 // The built images' values take vCluster's chart from the gpuvc image and run
 // the loaded distro; values the user gave win.
 func TestBuiltImageValuesYieldToTheUsers(t *testing.T) {
-	got := mergeValues(BuiltImageValues(), map[string]any{"vcluster": map[string]any{"chart": map[string]any{"dir": "/mine"}}})
+	got := installer.Overlay(BuiltImageValues(), map[string]any{"vcluster": map[string]any{"chart": map[string]any{"dir": "/mine"}}})
 	vc := got["vcluster"].(map[string]any)
 	if diff := cmp.Diff(map[string]any{"dir": "/mine"}, vc["chart"]); diff != "" {
 		t.Errorf("chart values (-want +got): the user's must win\n%s", diff)

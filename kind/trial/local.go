@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuvc/gpuvc/charts/installer"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
@@ -133,7 +134,7 @@ func startLocal(ctx context.Context, opts Options, log *progress) (*Cluster, err
 	if err != nil {
 		return nil, err
 	}
-	if err := installValues(ctx, c.Kubeconfig, img, mergeValues(localstack.Values(), opts.Values), opts, log, true); err != nil {
+	if err := installValues(ctx, c.Kubeconfig, img, installer.Overlay(localstack.Values(), opts.Values), opts, log, true); err != nil {
 		return nil, err
 	}
 	if c.GPUs, err = nodeGPUs(ctx, c); err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/charts/installer"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 )
 
@@ -138,6 +139,13 @@ func start(ctx context.Context, opts Options, log *progress) (*Cluster, error) {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, err
 	}
+	// Creating the cluster takes minutes: keep the archives from being replaced
+	// in the image cache by another run's build until they are loaded.
+	release, err := images.HoldAll(opts.ImageArchives)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	s := &session{opts: opts, log: log}
 	s.provider = cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(kindLogger{log}))
 	for _, step := range []func(context.Context) error{s.ensureCluster, s.connect, s.waitNodes, s.loadImages, s.install, s.waitGPUs} {
@@ -379,7 +387,7 @@ func installGpuvc(ctx context.Context, c *Cluster, opts Options, log *progress, 
 	if err != nil {
 		return err
 	}
-	return installValues(ctx, c.Kubeconfig, img, mergeValues(vals, opts.Values), opts, log, waitReady)
+	return installValues(ctx, c.Kubeconfig, img, installer.Overlay(vals, opts.Values), opts, log, waitReady)
 }
 
 // installValues installs or upgrades gpuvc's chart with vals, as `gpuvc install

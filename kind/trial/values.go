@@ -5,8 +5,6 @@ import (
 	"net"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chartutil"
-
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
@@ -90,24 +88,4 @@ func Values(img Image, systemNodeIP string, pools []nodepool.Pool) (map[string]a
 			}},
 		},
 	}, nil
-}
-
-// mergeValues returns base with over merged on top (over wins), as Helm merges
-// -f files.
-func mergeValues(base, over map[string]any) map[string]any {
-	if len(over) == 0 {
-		return base
-	}
-	return chartutil.CoalesceTables(copyTree(over), base)
-}
-
-func copyTree(v map[string]any) map[string]any {
-	out := make(map[string]any, len(v))
-	for k, x := range v {
-		if m, ok := x.(map[string]any); ok {
-			x = copyTree(m)
-		}
-		out[k] = x
-	}
-	return out
 }

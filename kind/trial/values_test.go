@@ -193,9 +193,9 @@ func TestChartRenderedWithTheTrialValues(t *testing.T) {
 	}
 }
 
-func TestMergeValuesLetsCallersOverride(t *testing.T) {
+func TestOverlayLetsCallersOverride(t *testing.T) {
 	base := trialValues(t)
-	merged := mergeValues(base, map[string]any{"vcluster": map[string]any{"chart": map[string]any{"dir": "/charts/vcluster"}}})
+	merged := installer.Overlay(base, map[string]any{"vcluster": map[string]any{"chart": map[string]any{"dir": "/charts/vcluster"}}})
 	if got := lookup(t, merged, "vcluster.chart.dir"); got != "/charts/vcluster" {
 		t.Errorf("vcluster.chart.dir = %v", got)
 	}

@@ -65,13 +65,7 @@ func TestIdleGPUPodsFromAgentMetrics(t *testing.T) {
 	rec := events.NewFakeRecorder(20)
 	r := idle.NewGPUPodReaper(c, c, rec, src, clk)
 
-	r.Tick(ctx)
-	clk.Step(9 * time.Minute)
-	r.Tick(ctx)
-	require.Empty(t, drain(rec), "acted before spec.idle.gpuPods.after")
-	clk.Step(time.Minute)
-	r.Tick(ctx)
-	got := drain(rec)
+	got := reapAfterTenMinutes(ctx, t, r, clk, rec)
 	require.Len(t, got, 2, "two events, for the idle pod and the share on the idle GPU: %v", got)
 	require.True(t, strings.Contains(strings.Join(got, "\n"), "(now 2%)") && strings.Contains(strings.Join(got, "\n"), "(now 1%)"), "events %q", got)
 

@@ -64,6 +64,20 @@ func gpuPodTeam(ctx context.Context, t *testing.T, team, action string) string {
 	return ns
 }
 
+// reapAfterTenMinutes ticks r at 0 and 9 minutes, when it must not act (the
+// spec.idle.gpuPods.after of gpuPodTeam is 10m), then at 10 minutes, and returns the
+// events of that last tick.
+func reapAfterTenMinutes(ctx context.Context, t *testing.T, r *idle.GPUPodReaper, clk *clocktesting.FakeClock, rec *events.FakeRecorder) []string {
+	t.Helper()
+	r.Tick(ctx)
+	clk.Step(9 * time.Minute)
+	r.Tick(ctx)
+	require.Empty(t, drain(rec), "acted before spec.idle.gpuPods.after")
+	clk.Step(time.Minute)
+	r.Tick(ctx)
+	return drain(rec)
+}
+
 func drain(rec *events.FakeRecorder) []string {
 	var got []string
 	for {
@@ -92,14 +106,7 @@ func TestIdleGPUPods(t *testing.T) {
 			rec := events.NewFakeRecorder(20)
 			r := idle.NewGPUPodReaper(c, c, rec, util, clk)
 
-			r.Tick(ctx)
-			clk.Step(9 * time.Minute)
-			r.Tick(ctx)
-			require.Empty(t, drain(rec), "acted before spec.idle.gpuPods.after")
-
-			clk.Step(time.Minute)
-			r.Tick(ctx)
-			got := drain(rec)
+			got := reapAfterTenMinutes(ctx, t, r, clk, rec)
 			require.Len(t, got, 1, "one event, for the idle pod only: %v", got)
 			require.Contains(t, got[0], "GPUIdle")
 			require.Contains(t, got[0], "at or below 5%")

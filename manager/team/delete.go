@@ -24,35 +24,57 @@ import (
 // the syncer's reservation pods and ConfigMaps, quota, policies — and release the
 // finalizer once the namespace is gone. Each pass is idempotent. While it waits or
 // fails, the Team's Ready condition says on what (reason Deleting or
-// UninstallFailed), with an event at each change.
+// UninstallFailed), with an event at each change; like every status write of the
+// reconciler, only on change and never over someone else's write.
 func (r *Reconciler) delete(ctx context.Context, t *gpuvcv1.Team) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(t, gpuvcv1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	orig := t.DeepCopy()
+	w := newStatusWriter(r.client, t)
 	b := r.teardown(ctx, t)
 	if b == nil {
-		controllerutil.RemoveFinalizer(t, gpuvcv1.Finalizer)
-		return reconcile.Result{}, r.client.Patch(ctx, t, ctrl.MergeFrom(orig))
+		return r.releaseFinalizer(ctx, t)
 	}
 
+	before := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionReady)
+	changed := before == nil || before.Reason != b.reason || before.Message != b.message
 	r.condition(t, gpuvcv1.ConditionReady, false, b.reason, b.message)
 	t.Status.ObservedGeneration = t.Generation
-	var perr error
-	if before := apimeta.FindStatusCondition(orig.Status.Conditions, gpuvcv1.ConditionReady); before == nil ||
-		before.Reason != b.reason || before.Message != b.message || orig.Status.ObservedGeneration != t.Generation {
+	result := reconcile.Result{RequeueAfter: r.opts.WaitInterval}
+	if perr := w.write(ctx, t); perr != nil {
+		if apierrors.IsConflict(perr) {
+			return retryAfterConflict(ctx, result, perr), b.err
+		}
+		return reconcile.Result{}, errors.Join(b.err, perr)
+	}
+	if changed {
 		eventType := corev1.EventTypeNormal
 		if b.err != nil {
 			eventType = corev1.EventTypeWarning
 		}
 		r.recorder.Eventf(t, nil, eventType, b.reason, "Delete", "%s", b.message)
-		perr = r.client.Status().Patch(ctx, t, ctrl.MergeFrom(orig))
 	}
 	if b.err != nil {
-		return reconcile.Result{}, errors.Join(b.err, perr)
+		return reconcile.Result{}, b.err
 	}
 	// The namespace controller empties it; the namespace watch wakes us when it is gone.
-	return reconcile.Result{RequeueAfter: r.opts.WaitInterval}, perr
+	return result, nil
+}
+
+// releaseFinalizer lets the Team go. The patch carries the resourceVersion read:
+// a merge patch replaces the whole finalizers list, so one written meanwhile by
+// someone else would otherwise be dropped.
+func (r *Reconciler) releaseFinalizer(ctx context.Context, t *gpuvcv1.Team) (reconcile.Result, error) {
+	orig := t.DeepCopy()
+	controllerutil.RemoveFinalizer(t, gpuvcv1.Finalizer)
+	err := r.client.Patch(ctx, t, ctrl.MergeFromWithOptions(orig, ctrl.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsConflict(err):
+		return retryAfterConflict(ctx, reconcile.Result{}, err), nil
+	case apierrors.IsNotFound(err):
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, err
 }
 
 // blocked says why a team's deletion cannot finish yet.

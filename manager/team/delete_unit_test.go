@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
@@ -131,4 +133,75 @@ func TestUninstallFailureIsReportedAndRetried(t *testing.T) {
 	_, err = u.reconcile(t, "ml")
 	require.NoError(t, err)
 	requireGone(t, u, "ml")
+}
+
+// writeFirst is an interceptor step: before the reconciler's first write of the
+// Team reaches the fake API server, someone else's write does.
+func writeFirst(t *testing.T, theirs func(*gpuvcv1.Team), update func(context.Context, client.Client, *gpuvcv1.Team) error) func(context.Context, client.Client) {
+	done := false
+	return func(ctx context.Context, c client.Client) {
+		if done {
+			return
+		}
+		done = true
+		cur := &gpuvcv1.Team{}
+		require.NoError(t, c.Get(ctx, ns("ml"), cur))
+		theirs(cur)
+		require.NoError(t, update(ctx, c, cur))
+	}
+}
+
+// TestDeleteStatusWriteNeverOverwritesAnother: a condition someone else writes
+// (the idle policy's Asleep) between the reconciler's read and its status write
+// makes the write conflict; the pass is retried, not lost, and their condition
+// stays beside the Deleting one.
+func TestDeleteStatusWriteNeverOverwritesAnother(t *testing.T) {
+	// The namespace's finalizer keeps it terminating across both passes.
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-ml", Finalizers: []string{"example.com/hold"}}}
+	asleep := metav1.Condition{Type: gpuvcv1.ConditionAsleep, Status: metav1.ConditionTrue, Reason: "Idle", Message: "idle for 1h", LastTransitionTime: metav1.Time{Time: now}}
+	theirs := writeFirst(t, func(tm *gpuvcv1.Team) { apimeta.SetStatusCondition(&tm.Status.Conditions, asleep) },
+		func(ctx context.Context, c client.Client, tm *gpuvcv1.Team) error { return c.Status().Update(ctx, tm) })
+	u := newUnit(t, readyVClusters(), []client.Object{deleting("ml"), nsObj}, withInterceptors(interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			theirs(ctx, c)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}))
+
+	result, err := u.reconcile(t, "ml")
+	require.NoError(t, err)
+	require.Equal(t, reconcile.Result{RequeueAfter: time.Second}, result, "retried soon")
+	require.Nil(t, apimeta.FindStatusCondition(u.team(t, "ml").Status.Conditions, gpuvcv1.ConditionReady), "written over theirs")
+	require.Empty(t, u.drain(), "no event for a status not written")
+
+	result, err = u.reconcile(t, "ml")
+	require.NoError(t, err)
+	require.Equal(t, reconcile.Result{RequeueAfter: waitInterval}, result)
+	requireConditions(t, u.team(t, "ml"), map[string]*cond{
+		gpuvcv1.ConditionReady:  isFalse(gpuvcv1.ReasonDeleting),
+		gpuvcv1.ConditionAsleep: isTrue("Idle"),
+	})
+	require.Equal(t, []string{"Normal Deleting"}, eventKinds(u.drain()))
+}
+
+// TestDeleteReleasesOnlyItsFinalizer: a finalizer someone else adds between the
+// reconciler's read and its release of gpuvc's makes the release conflict (a
+// merge patch replaces the whole list); the retry keeps theirs.
+func TestDeleteReleasesOnlyItsFinalizer(t *testing.T) {
+	theirs := writeFirst(t, func(tm *gpuvcv1.Team) { tm.Finalizers = append(tm.Finalizers, "example.com/backup") },
+		func(ctx context.Context, c client.Client, tm *gpuvcv1.Team) error { return c.Update(ctx, tm) })
+	u := newUnit(t, readyVClusters(), []client.Object{deleting("ml")}, withInterceptors(interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			theirs(ctx, c)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	}))
+
+	result, err := u.reconcile(t, "ml")
+	require.NoError(t, err)
+	require.Equal(t, reconcile.Result{RequeueAfter: time.Second}, result, "retried soon")
+
+	_, err = u.reconcile(t, "ml")
+	require.NoError(t, err)
+	require.Equal(t, []string{"example.com/backup"}, u.team(t, "ml").Finalizers)
 }

@@ -138,13 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !apierrors.IsConflict(perr) {
 			return result, errors.Join(err, perr)
 		}
-		// Someone else wrote the status since it was read (its watch event brings
-		// this Team back): writing over it would undo their conditions.
-		log.FromContext(ctx).V(1).Info("status changed meanwhile; reconciling again", "err", perr)
-		if result.RequeueAfter == 0 || result.RequeueAfter > time.Second {
-			result.RequeueAfter = time.Second
-		}
-		return result, err
+		return retryAfterConflict(ctx, result, perr), err
 	}
 	if becameReady(orig, t) {
 		r.recorder.Eventf(t, nil, corev1.EventTypeNormal, "Ready", "Provision",
@@ -282,4 +276,15 @@ func lower(s string) string {
 		return s
 	}
 	return string(s[0]+'a'-'A') + s[1:]
+}
+
+// retryAfterConflict ends a pass whose write met someone else's since the Team
+// was read (their watch event brings the Team back as well): writing over it
+// would undo theirs, so the pass runs again within a second, on what they wrote.
+func retryAfterConflict(ctx context.Context, result reconcile.Result, conflict error) reconcile.Result {
+	log.FromContext(ctx).V(1).Info("team changed meanwhile; reconciling again", "err", conflict)
+	if result.RequeueAfter == 0 || result.RequeueAfter > time.Second {
+		result.RequeueAfter = time.Second
+	}
+	return result
 }

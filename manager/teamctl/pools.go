@@ -3,7 +3,8 @@ package teamctl
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,7 +45,7 @@ func (c *Client) PoolWarnings(ctx context.Context, t *gpuvcv1.Team) []string {
 			contract.LabelPool, t.Spec.Pool, list(pools))}
 	}
 	var warnings []string
-	for _, p := range sortedKeys(t.Spec.Quota.MIG) {
+	for _, p := range slices.Sorted(maps.Keys(t.Spec.Quota.MIG)) {
 		if t.Spec.Quota.MIG[p] > 0 && !offered[mig.ResourceName(p)] {
 			warnings = append(warnings, fmt.Sprintf("no node of pool %s offers MIG profile %s (%s); MIG pods asking for it stay Pending (MIG profiles offered there: %s)",
 				t.Spec.Pool, p, mig.ResourceName(p), list(offered)))
@@ -57,14 +58,5 @@ func list(set map[string]bool) string {
 	if len(set) == 0 {
 		return "none"
 	}
-	return strings.Join(sortedKeys(set), ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return strings.Join(slices.Sorted(maps.Keys(set)), ", ")
 }

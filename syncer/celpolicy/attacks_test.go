@@ -139,7 +139,7 @@ func TestAttacks(t *testing.T) {
 	}
 	for name, a := range list {
 		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
+			ctx := poll.TestContext(t)
 			_, err := env.tenant.CoreV1().Pods(teamNS).Create(ctx, a.pod.Obj(), metav1.CreateOptions{})
 			refusedByFence(t, err, a.want...)
 		})
@@ -189,7 +189,7 @@ func TestLegitimatePods(t *testing.T) {
 func legitimate(t *testing.T, name string, client func() kubernetes.Interface, pw *testobj.PodWrapper, node string) {
 	t.Helper()
 	t.Run(name, func(t *testing.T) {
-		ctx := testContext(t)
+		ctx := poll.TestContext(t)
 		pod := pw.Obj()
 		if _, err := client().CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("refused: %v", err)
@@ -212,7 +212,7 @@ func admin() kubernetes.Interface  { return env.cp.Client }
 // admitted pods while nothing can widen them.
 func TestUpdates(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	pods := env.tenant.CoreV1().Pods(teamNS)
 	if _, err := pods.Create(ctx, tenantPod("updated").GPUs("1").Obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -305,7 +305,7 @@ func TestUpdates(t *testing.T) {
 // controller removing its finalizer from a running pod.
 func TestLowerLimitKeepsRunningPodsUpdatable(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	const ns = "team-shrink"
 	if err := createTeamNamespace(ctx, ns, "shrink", c.Params(pool, 2, systemPool, "shrink")); err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ func TestControlPlane(t *testing.T) {
 			refusal(c.ReasonPoolNotSelected, "spec.nodeSelector[gpuvc.dev/pool]=system")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
+			ctx := poll.TestContext(t)
 			ns := "team-" + tc.team
 			if err := createTeamNamespace(ctx, ns, tc.team, c.Params(pool, maxGPUs, systemPool, tc.team)); err != nil {
 				t.Fatal(err)

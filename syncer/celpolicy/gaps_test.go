@@ -14,6 +14,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -154,7 +155,7 @@ func memoryShaped(name, mib string) *testobj.PodWrapper {
 // without the webhook; whole GPUs still pass. No MIG profile is allowed either.
 func TestFractionsOff(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	const ns = "team-nofrac"
 	if err := createTeamNamespace(ctx, ns, "nofrac", c.PolicyParams(&syncer.TeamPolicy{
 		Team: "nofrac", Pool: pool, SystemPool: systemPool, MaxGPUsPerPod: maxGPUs, VClusterName: "nofrac",
@@ -198,7 +199,7 @@ func TestFractionsOff(t *testing.T) {
 // binds, and gpuvc reserve records its GPU once on its own reservation pod.
 func TestReservedMetadataUpdates(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	manager := grantPods(ctx, t, "test-manager-pods", c.DefaultParamsWriter)
 	reserve := grantPods(ctx, t, "test-reserve-pods", "system:serviceaccount:"+teamNS+":"+contract.ReserveServiceAccount)
 	tenantPods, managerPods, reservePods := env.tenant.CoreV1().Pods(teamNS), manager.CoreV1().Pods(teamNS), reserve.CoreV1().Pods(teamNS)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
 
@@ -22,7 +23,7 @@ import (
 // and a binding only if they may read the ConfigMap it names.
 func TestInstallPermissions(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	const user = "test-installer"
 	grant(ctx, t, user+"-vap", user, rbacv1.PolicyRule{
 		APIGroups: []string{"admissionregistration.k8s.io"},

@@ -47,7 +47,7 @@ var layeredPolicy = syncer.TeamPolicy{
 // land in the pool.
 func TestWithWebhook(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	startWebhook(ctx, t)
 	tenantLayered, err := impersonate(vclusterUser(layeredTeam))
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -177,7 +176,3 @@ func waitForFence(ctx context.Context, ns, refusedWith string) error {
 
 // policyRefusal starts every refusal by the pod fence.
 var policyRefusal = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request", celpolicy.PolicyName, celpolicy.BindingName)
-
-func testContext(t *testing.T) context.Context {
-	return poll.Context(t, 2*time.Minute)
-}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	c "github.com/gpuvc/gpuvc/syncer/celpolicy"
 )
@@ -23,7 +24,7 @@ import (
 // writes it.
 func TestMissingParamsRefusesPods(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	const ns = "team-noparams"
 	if err := createTeamNamespace(ctx, ns, "noparams", nil); err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestMissingParamsRefusesPods(t *testing.T) {
 // manager) fail closed with a message naming the bad value.
 func TestInvalidParamsRefusePods(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	const ns = "team-badparams"
 	if err := createTeamNamespace(ctx, ns, "badparams", nil); err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func TestInvalidParamsRefusePods(t *testing.T) {
 // parameters; gpuvc's manager and system:masters may.
 func TestParamsGuard(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	const emptyNS = "team-guarded"
 	if err := createTeamNamespace(ctx, emptyNS, "guarded", nil); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
@@ -156,7 +157,7 @@ func TestTeamParams(t *testing.T) {
 // A canary policy with a type error proves the check runs.
 func TestPolicyTypeChecks(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	policies := env.cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
 	canary := admissionv1ac.ValidatingAdmissionPolicy("typecheck-canary").WithSpec(admissionv1ac.ValidatingAdmissionPolicySpec().
 		WithMatchConstraints(admissionv1ac.MatchResources().WithResourceRules(admissionv1ac.NamedRuleWithOperations().

@@ -19,7 +19,7 @@ import (
 
 func TestWholeGPURunsOnA100(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	before := counter(env.metrics.Requests.WithLabelValues("fraud", "mutate", "create", "patched"))
 
 	pod, err := create(ctx, t, "fraud", testobj.Pod("trainer", "default").GPUs("1").Obj())
@@ -45,7 +45,7 @@ func TestWholeGPURunsOnA100(t *testing.T) {
 
 func TestMIGRunsOnMIGNode(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	pod, err := create(ctx, t, "fraud", testobj.Pod("notebook", "default").MIG("1g.10gb", "1").Obj())
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestMIGRunsOnMIGNode(t *testing.T) {
 // (1g.10gb would give less memory than asked).
 func TestForeignMIGProfileIsMapped(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	pod, err := create(ctx, t, "fraud", testobj.Pod("nvl-notebook", "default").MIG("1g.12gb", "1").Obj())
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestForeignMIGProfileIsMapped(t *testing.T) {
 // Team ml's policy turns whole-GPU requests into MIG 1g.10gb instances.
 func TestWholeGPUMappedToMIG(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	pod, err := create(ctx, t, "ml", testobj.Pod("small", "default").GPUs("1").Obj())
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestWholeGPUMappedToMIG(t *testing.T) {
 
 func TestFractionPodIsGated(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	pod, err := create(ctx, t, "fraud", testobj.Pod("half", "default").GPUFraction("0.5").Container("sidecar").Obj())
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestFractionPodIsGated(t *testing.T) {
 // the gate. The webhook lets exactly this through and the pod runs there.
 func TestShareControllerContract(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	pod, err := create(ctx, t, "fraud", testobj.Pod("shared", "default").GPUFraction("0.25").Obj())
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func TestShareControllerContract(t *testing.T) {
 // Pods outside team namespaces are not the webhook's business.
 func TestNonTeamNamespaceUntouched(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	in := testobj.Pod("elsewhere", "plain").InPool("h100").GPUs("1").Obj()
 	pod, err := env.cp.Client.CoreV1().Pods("plain").Create(ctx, in, metav1.CreateOptions{})
 	if err != nil {
@@ -188,7 +188,7 @@ func TestNonTeamNamespaceUntouched(t *testing.T) {
 // (vCluster always sends a name).
 func TestFractionNeedsAName(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	p := testobj.Pod("", "team-fraud").GPUFraction("0.5").Obj()
 	p.GenerateName = "gen-"
 	_, err := env.sources["fraud"].Client().CoreV1().Pods("team-fraud").Create(ctx, p, metav1.CreateOptions{})

@@ -296,7 +296,7 @@ func TestAttacks(t *testing.T) {
 	registerEvilWebhook(t)
 	for name, a := range attacks() {
 		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
+			ctx := poll.TestContext(t)
 			src := env.sources["fraud"]
 			pod, err := create(ctx, t, "fraud", a.manifest.Obj())
 			pod, err = a.follow(ctx, t, src, pod, err)
@@ -310,7 +310,7 @@ func TestAttacks(t *testing.T) {
 // and waits until the API server calls it.
 func registerEvilWebhook(t *testing.T) {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	mutating, _ := syncer.Configurations(syncer.ConfigOptions{Name: "zz-test-evil", URL: env.baseURL, CABundle: env.ca})
 	wh := &mutating.Webhooks[0]
 	wh.Name = "evil.test.gpuvc.dev"

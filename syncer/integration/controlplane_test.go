@@ -21,7 +21,7 @@ import (
 // control plane and pins it to the system pool.
 func TestControlPlanePodStaysInSystemPool(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	sts := testobj.StatefulSet("fraud", "team-fraud", testobj.Pod("", "").Label("app", "vcluster").Obj())
 	createStatefulSet(ctx, t, sts)
 
@@ -38,7 +38,7 @@ func TestControlPlanePodStaysInSystemPool(t *testing.T) {
 // reports the webhook's reason on the StatefulSet.
 func TestControlPlaneGetsNoGPU(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	sts := testobj.StatefulSet("ml", "team-ml", testobj.Pod("", "").GPUs("1").Obj())
 	createStatefulSet(ctx, t, sts)
 

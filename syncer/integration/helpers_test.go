@@ -23,10 +23,6 @@ import (
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
-func testContext(t *testing.T) context.Context {
-	return poll.Context(t, 2*time.Minute)
-}
-
 func counter(c prometheus.Collector) float64 { return testutil.ToFloat64(c) }
 
 // create creates a tenant pod through the team's source and deletes it after the

@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 )
 
@@ -13,7 +14,7 @@ import (
 // serves on /metrics), labelled per team.
 func TestMetricsOnControllerRuntimeRegistry(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	if _, err := create(ctx, t, "fraud", testobj.Pod("counted", "default").GPUs("99").Obj()); err == nil {
 		t.Fatal("99 GPUs admitted")
 	}

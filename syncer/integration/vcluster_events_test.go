@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -17,7 +18,7 @@ import (
 // the tenant's pod); a round that changes the pod, or a refusal, is explained.
 func TestVClusterUpdateEventsOnlyOnChange(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	src := newVClusterSource(t, "fraud", gpuvcValues)
 	manifest := testobj.Pod("vc-quiet", "default").GPUFraction("0.5").InPool("h100").TolerateEverything().Obj()
 	pod, err := createVia(ctx, t, src, manifest)

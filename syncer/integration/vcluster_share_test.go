@@ -33,7 +33,7 @@ import (
 // it; the reservations go once the pods are gone.
 func TestVClusterFractionsShareReservations(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	startShareController(ctx, t)
 	src := newVClusterSource(t, "fraud", gpuvcValues)
 	team := bench.Team{Client: env.cp.Client, Namespace: src.HostNamespace(), MaxPodsPerGPU: share.DefaultMaxPodsPerGPU}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/vcsync"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -54,7 +55,7 @@ type vclusterSource struct {
 
 func newVClusterSource(t *testing.T, team string, cfg vclusterConfig) *vclusterSource {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	prepareVClusters(ctx, t)
 	user := vclusterUser(team)
 	writer, err := client.New(impersonateConfig(env.cp.Config, user), client.Options{})

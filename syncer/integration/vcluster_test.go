@@ -57,7 +57,7 @@ func TestVClusterPodsRunInPool(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.team+"/"+c.manifest.Name, func(t *testing.T) {
-			ctx := testContext(t)
+			ctx := poll.TestContext(t)
 			src := newVClusterSource(t, c.team, gpuvcValues)
 			pod, err := createVia(ctx, t, src, c.manifest.Obj())
 			if err != nil {
@@ -105,7 +105,7 @@ func TestVClusterAttacks(t *testing.T) {
 	registerEvilWebhook(t)
 	for name, a := range attacks() {
 		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
+			ctx := poll.TestContext(t)
 			src := newVClusterSource(t, "fraud", chartDefaults)
 			pod, err := createVia(ctx, t, src, a.manifest.Obj())
 			pod, err = a.follow(ctx, t, src, pod, err)
@@ -125,7 +125,7 @@ func TestVClusterAttacks(t *testing.T) {
 func TestVClusterWithGpuvcValues(t *testing.T) {
 	localcp.ForTest(t)
 	t.Run("nodeName outside the pool", func(t *testing.T) {
-		ctx := testContext(t)
+		ctx := poll.TestContext(t)
 		src := newVClusterSource(t, "fraud", gpuvcValues)
 		_, err := createVia(ctx, t, src, testobj.Pod("vc-pinned", "default").GPUs("1").NodeName("h100-0").Obj())
 		var notSynced *errNotSynced
@@ -134,7 +134,7 @@ func TestVClusterWithGpuvcValues(t *testing.T) {
 		}
 	})
 	t.Run("foreign toleration and selector", func(t *testing.T) {
-		ctx := testContext(t)
+		ctx := poll.TestContext(t)
 		src := newVClusterSource(t, "fraud", gpuvcValues)
 		pod, err := createVia(ctx, t, src, testobj.Pod("vc-escape", "default").GPUs("1").InPool("h100").Obj())
 		if err != nil {
@@ -165,7 +165,7 @@ func TestVClusterWithGpuvcValues(t *testing.T) {
 // ConfigMap synced by vCluster (syncer/share/bind.go, foreign).
 func TestVClusterShareConfigMapNameCollides(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	src := newVClusterSource(t, "fraud", gpuvcValues)
 	pod, err := createVia(ctx, t, src, testobj.Pod("vc-victim", "default").GPUFraction("0.5").EnvFromConfigMap("gpuvc-share-vc-victim").Obj())
 	if err != nil {

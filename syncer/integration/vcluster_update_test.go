@@ -119,7 +119,7 @@ func created(t *testing.T, src *vclusterSource, virtual *corev1.Pod) pairState {
 // stored unchanged.
 func TestVClusterUpdateKeepsGpuvcChanges(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	src := newVClusterSource(t, "fraud", gpuvcValues)
 	manifest := testobj.Pod("vc-upd", "default").GPUFraction("0.5").InPool("h100").TolerateEverything().Obj()
 	pod, err := createVia(ctx, t, src, manifest)
@@ -218,7 +218,7 @@ func TestVClusterUpdateOfMappedPod(t *testing.T) {
 		{team: "fraud", manifest: testobj.Pod("vc-unmapped", "default").GPUs("1").Obj()},
 	} {
 		t.Run(c.team+"/"+c.manifest.Name, func(t *testing.T) {
-			ctx := testContext(t)
+			ctx := poll.TestContext(t)
 			src := newVClusterSource(t, c.team, gpuvcValues)
 			pod, err := createVia(ctx, t, src, c.manifest)
 			if err != nil {

@@ -98,7 +98,7 @@ func forceClean(t *testing.T, c kubernetes.Interface, ns string) {
 // GPU-sim-<node>-<n>, racing reserve.)
 func TestRealKubeletNodeLeavesTheUUIDToReserve(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := poll.Context(t, 2*time.Minute)
+	ctx := poll.TestContext(t)
 	c := env.cp.Client
 	node := kubeletNode(ctx, t, "kubelet-sim-0", "kubeletsim")
 	ns := testobj.TeamNamespace("kubeletsim", "kubeletsim")

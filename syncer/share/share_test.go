@@ -247,7 +247,7 @@ func TestPatchesOnlyTheSamePod(t *testing.T) {
 // is told why.
 func TestNoMoreReservationsWhileUnschedulable(t *testing.T) {
 	localcp.ForTest(t)
-	ctx := poll.Context(t, 2*time.Minute)
+	ctx := poll.TestContext(t)
 	ns := testobj.TeamNamespace("nogpu", "system")
 	if _, err := env.cp.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

@@ -14,3 +14,12 @@ func Context(t testing.TB, timeout time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// TestTimeout bounds an integration test's waits where the test names no
+// longer bound.
+const TestTimeout = 2 * time.Minute
+
+// TestContext is Context with TestTimeout.
+func TestContext(t testing.TB) context.Context {
+	return Context(t, TestTimeout)
+}

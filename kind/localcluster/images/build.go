@@ -33,7 +33,8 @@ func DefaultDir() string {
 // Build writes the image as a docker-archive tarball in dir and returns its path.
 // The file name carries a hash of the spec and of every input file's content; when
 // that file exists already, Build returns it after hashing the inputs, without
-// writing anything.
+// writing anything. Archives of the same reference with other content are removed
+// once nobody holds them (Hold) and nobody used them for KeepUnused.
 func Build(spec Spec, dir string) (string, error) {
 	tag, err := imageTag(spec.Ref)
 	if err != nil {
@@ -56,7 +57,7 @@ func Build(spec Spec, dir string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, fileName(spec.Ref, key))
-	if _, err := os.Stat(out); err == nil {
+	if reuse(out) {
 		return out, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -67,17 +68,6 @@ func Build(spec Spec, dir string) (string, error) {
 	}
 	removeOlder(dir, spec.Ref, out)
 	return out, nil
-}
-
-// removeOlder deletes the tarballs of ref other than keep: every rebuilt gpuvc
-// binary makes a new one of ~50 MB, and only the newest is ever imported.
-func removeOlder(dir, ref, keep string) {
-	old, _ := filepath.Glob(filepath.Join(dir, strings.TrimSuffix(fileName(ref, strings.Repeat("0", 16)), strings.Repeat("0", 16)+".tar")+"????????????????.tar"))
-	for _, f := range old {
-		if f != keep {
-			_ = os.Remove(f)
-		}
-	}
 }
 
 // imageTag parses the reference and insists on an explicit tag: an implicit

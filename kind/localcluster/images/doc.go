@@ -9,4 +9,9 @@
 // Never. Layers are deterministic (sorted entries, fixed times, root ownership unless a
 // spec says otherwise): the same inputs give the same digest, and Build skips the
 // work when the tarball for those inputs is already in the cache.
+//
+// The cache is shared by every run on the machine: a build removes an image's
+// older tarballs only when no run holds them (Hold) and none used them within
+// KeepUnused, so concurrent runs building different gpuvc binaries do not pull
+// each other's tarballs away before they are imported.
 package images

@@ -50,17 +50,9 @@ func load(t *testing.T, tarPath, ref string) builtImage {
 	require.Equal(t, "amd64", cfg.Architecture)
 
 	entries := map[string]*tar.Header{}
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
+	eachEntry(t, img, func(hdr *tar.Header, _ io.Reader) {
 		entries["/"+strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "./"), "/")] = hdr
-	}
+	})
 	return builtImage{path: tarPath, img: img, config: cfg.Config, entries: entries}
 }
 
@@ -118,26 +110,18 @@ func requireHostBusybox(t *testing.T) {
 func (b builtImage) unpack(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	rc := mutate.Extract(b.img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
+	eachEntry(t, b.img, func(hdr *tar.Header, content io.Reader) {
 		p := filepath.Join(root, hdr.Name)
 		switch hdr.Typeflag {
 		case tar.TypeDir:
 			require.NoError(t, os.MkdirAll(p, 0o755))
 		case tar.TypeSymlink:
 			require.NoError(t, os.Symlink(hdr.Linkname, p))
-			continue
+			return
 		case tar.TypeReg:
 			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 			require.NoError(t, err)
-			_, err = io.Copy(f, tr)
+			_, err = io.Copy(f, content)
 			require.NoError(t, err)
 			require.NoError(t, f.Close())
 		}
@@ -146,8 +130,25 @@ func (b builtImage) unpack(t *testing.T) string {
 		if os.Geteuid() == 0 {
 			require.NoError(t, os.Lchown(p, hdr.Uid, hdr.Gid))
 		}
-	}
+	})
 	return root
+}
+
+// eachEntry calls fn with every entry of the image's flattened file system, in
+// order, and the entry's content.
+func eachEntry(t *testing.T, img v1.Image, fn func(hdr *tar.Header, content io.Reader)) {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		require.NoError(t, err)
+		fn(hdr, tr)
+	}
 }
 
 func unixModeBits(mode int64) os.FileMode {

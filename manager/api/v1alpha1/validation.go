@@ -2,9 +2,10 @@ package v1alpha1
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -102,22 +103,15 @@ func validateName(name string) field.ErrorList {
 }
 
 func validateQuota(p *field.Path, q Quota) field.ErrorList {
-	var errs field.ErrorList
-	if q.GPUs != nil && (*q.GPUs < 0 || *q.GPUs > MaxQuotaGPUs) {
-		errs = append(errs, field.Invalid(p.Child("gpus"), *q.GPUs, fmt.Sprintf("must be between 0 and %d", MaxQuotaGPUs)))
-	}
-	if len(q.MIG) > MaxMIGProfilesPerQuota {
-		errs = append(errs, field.TooMany(p.Child("mig"), len(q.MIG), MaxMIGProfilesPerQuota))
-	}
-	for _, name := range sortedKeys(q.MIG) {
+	// The counts are checked as a queue's limits are; a quota's MIG keys must
+	// also be known profiles.
+	errs := validateGPUAmount(p, GPUAmount{GPUs: q.GPUs, MIG: q.MIG})
+	for _, name := range slices.Sorted(maps.Keys(q.MIG)) {
 		kp := p.Child("mig").Key(name)
 		if !migPattern.MatchString(name) {
 			errs = append(errs, field.Invalid(kp, name, "keys are MIG profiles such as 1g.10gb, 3g.40gb or 1g.10gb+me"))
 		} else if err := knownProfile(name); err != nil {
 			errs = append(errs, field.Invalid(kp, name, err.Error()))
-		}
-		if n := q.MIG[name]; n < 0 || n > MaxQuotaGPUs {
-			errs = append(errs, field.Invalid(kp, n, fmt.Sprintf("each count must be between 0 and %d", MaxQuotaGPUs)))
 		}
 	}
 	for _, r := range []struct {
@@ -200,7 +194,7 @@ func KnownMIGProfiles() []string {
 			set[p.Name] = true
 		}
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // knownProfile reports an error unless some catalog model offers the profile.
@@ -215,15 +209,6 @@ func knownProfile(name string) error {
 		}
 	}
 	return fmt.Errorf("no known GPU model offers MIG profile %s; known profiles: %s", name, strings.Join(known, ", "))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // UnlimitedGPUsPerPod stands for "no per-pod GPU bound" where a number is needed.

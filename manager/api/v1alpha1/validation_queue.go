@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -20,7 +22,7 @@ func validateQueueing(p *field.Path, s TeamSpec) field.ErrorList {
 	if b := q.BorrowingLimit; b != nil {
 		bp := p.Child("borrowingLimit")
 		errs = append(errs, validateGPUAmount(bp, *b)...)
-		for _, name := range sortedKeys(b.MIG) {
+		for _, name := range slices.Sorted(maps.Keys(b.MIG)) {
 			if _, ok := s.Quota.MIG[name]; !ok {
 				errs = append(errs, field.Invalid(bp.Child("mig").Key(name), name, "a MIG profile can be borrowed only if spec.quota.mig lists it (a guarantee of 0 is fine); add the profile there"))
 			}
@@ -32,7 +34,7 @@ func validateQueueing(p *field.Path, s TeamSpec) field.ErrorList {
 		if l.GPUs != nil && *l.GPUs > s.GuaranteedGPUs() {
 			errs = append(errs, field.Invalid(lp.Child("gpus"), *l.GPUs, fmt.Sprintf("cannot exceed the guarantee spec.quota.gpus (%d); lower the lending limit or raise the guarantee", s.GuaranteedGPUs())))
 		}
-		for _, name := range sortedKeys(l.MIG) {
+		for _, name := range slices.Sorted(maps.Keys(l.MIG)) {
 			guaranteed, ok := s.Quota.MIG[name]
 			if !ok || l.MIG[name] > guaranteed {
 				errs = append(errs, field.Invalid(lp.Child("mig").Key(name), l.MIG[name], fmt.Sprintf("each profile must be listed in spec.quota.mig and lend at most its guarantee there (%d)", guaranteed)))
@@ -50,7 +52,7 @@ func validateGPUAmount(p *field.Path, a GPUAmount) field.ErrorList {
 	if len(a.MIG) > MaxMIGProfilesPerQuota {
 		errs = append(errs, field.TooMany(p.Child("mig"), len(a.MIG), MaxMIGProfilesPerQuota))
 	}
-	for _, name := range sortedKeys(a.MIG) {
+	for _, name := range slices.Sorted(maps.Keys(a.MIG)) {
 		if n := a.MIG[name]; n < 0 || n > MaxQuotaGPUs {
 			errs = append(errs, field.Invalid(p.Child("mig").Key(name), n, fmt.Sprintf("each MIG count must be between 0 and %d", MaxQuotaGPUs)))
 		}

@@ -28,16 +28,7 @@ func TestValidateRefusesProfilesNoGPUOffers(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			errs := tc.team.Validate()
-			if len(tc.wantErr) == 0 {
-				require.Empty(t, errs)
-				return
-			}
-			require.NotEmpty(t, errs)
-			msg := errs.ToAggregate().Error()
-			for _, w := range tc.wantErr {
-				require.Contains(t, msg, w)
-			}
+			requireValidation(t, tc.team, tc.wantErr)
 		})
 	}
 }
@@ -65,15 +56,23 @@ func TestValidateMemberNames(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			errs := tc.team.Validate()
-			if len(tc.wantErr) == 0 {
-				require.Empty(t, errs)
-				return
-			}
-			require.NotEmpty(t, errs)
-			for _, w := range tc.wantErr {
-				require.Contains(t, errs.ToAggregate().Error(), w)
-			}
+			requireValidation(t, tc.team, tc.wantErr)
 		})
+	}
+}
+
+// requireValidation checks what Validate says of team: nothing when want is
+// empty, else errors that mention every substring of want.
+func requireValidation(t *testing.T, team Team, want []string) {
+	t.Helper()
+	errs := team.Validate()
+	if len(want) == 0 {
+		require.Empty(t, errs)
+		return
+	}
+	require.NotEmpty(t, errs)
+	msg := errs.ToAggregate().Error()
+	for _, w := range want {
+		require.Contains(t, msg, w)
 	}
 }

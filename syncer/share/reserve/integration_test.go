@@ -46,10 +46,6 @@ func TestMain(m *testing.M) {
 	os.Exit(localcp.RunTests(m, localcluster.Options{}, nil))
 }
 
-func testContext(t *testing.T) context.Context {
-	return poll.Context(t, 2*time.Minute)
-}
-
 // reservationNamespace creates a namespace named prefix-<random> (tests can
 // run again on the same control plane while the last one terminates) holding
 // a ServiceAccount with the RBAC docs/agent.md documents for reservation pods
@@ -204,7 +200,7 @@ func waitExit(t *testing.T, done <-chan error, what string) {
 // cancelled, then exits cleanly — with only get/patch on pods.
 func TestReserveSimulatedAnnotatesOwnPod(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	const name, uuid = "gpuvc-gpu-0", "GPU-sim-11111111-2222-3333-4444-555555555555"
 	ns, kubeconfig, saClient := reservationNamespace(ctx, t, cp, "reserve-sim")
 	reservationPod(ctx, t, cp.Client, ns, name, "a100-0")
@@ -237,7 +233,7 @@ func TestReserveSimulatedAnnotatesOwnPod(t *testing.T) {
 // except that simulated UUIDs recorded first stay.
 func TestReserveRestartAndConflict(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	const name = "gpuvc-gpu-1"
 	ns, _, saClient := reservationNamespace(ctx, t, cp, "reserve-restart")
 	reservationPod(ctx, t, cp.Client, ns, name, "a100-0")
@@ -297,7 +293,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // Annotate refuses).
 func TestReserveConcurrentWriter(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	ns, kubeconfig, _ := reservationNamespace(ctx, t, cp, "reserve-race")
 	tests := map[string]struct {
 		pod, theirs, mine string
@@ -350,7 +346,7 @@ func TestReserveConcurrentWriter(t *testing.T) {
 // that GPU — one of the UUIDs the agent published on the node.
 func TestSimulatedNodeEndToEnd(t *testing.T) {
 	cp := localcp.ForTest(t)
-	ctx := testContext(t)
+	ctx := poll.TestContext(t)
 	const name, nodeName = "gpuvc-gpu-2", "h100-0"
 	ns, reserveKubeconfig, _ := reservationNamespace(ctx, t, cp, "reserve-e2e")
 	reservationPod(ctx, t, cp.Client, ns, name, nodeName)

@@ -3,14 +3,12 @@ package reserve
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,25 +18,13 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/gpu/nvmltest"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // withShutdownCount makes the mock count Shutdown calls.
 func withShutdownCount(s *server.Server, n *int) *server.Server {
 	s.ShutdownFunc = func() nvml.Return { *n++; return nvml.SUCCESS }
-	return s
-}
-
-// gpuServer is the go-nvml mock with n GPUs named GPU-<i>.
-func gpuServer(t *testing.T, n int) *server.Server {
-	t.Helper()
-	s, err := server.New(server.WithGPUs(gpus.Multiple(n, gpus.A100_SXM4_80GB)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, d := range s.Devices {
-		d.(*server.Device).UUID = fmt.Sprintf("GPU-%d", i)
-	}
 	return s
 }
 
@@ -57,7 +43,7 @@ func TestNVMLUUID(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			shutdowns := 0
-			got, err := NVMLUUID(withShutdownCount(gpuServer(t, tc.gpus), &shutdowns))
+			got, err := NVMLUUID(withShutdownCount(nvmltest.A100s(t, tc.gpus), &shutdowns))
 			if tc.wantErr == nil && err != nil {
 				t.Fatal(err)
 			}
@@ -82,9 +68,9 @@ func TestNVMLUUIDFailures(t *testing.T) {
 		want     string
 		noDriver bool
 	}{
-		"no driver": {lib: &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }},
+		"no driver": {lib: nvmltest.NoDriver(),
 			want: "NVIDIA driver not found", noDriver: true},
-		"init fails": {lib: &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_DRIVER_NOT_LOADED }},
+		"init fails": {lib: nvmltest.InitFails(nvml.ERROR_DRIVER_NOT_LOADED),
 			want: "NVML init: "},
 		"count fails": {lib: &mock.Interface{
 			InitFunc:           func() nvml.Return { return nvml.SUCCESS },
@@ -152,9 +138,6 @@ func TestVisibleDevicesUUID(t *testing.T) {
 }
 
 func TestDetectUUID(t *testing.T) {
-	noDriver := func() nvml.Interface {
-		return &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
-	}
 	env := func(v string, set bool) func(string) (string, bool) {
 		return func(k string) (string, bool) {
 			if k != contract.EnvVisibleDevices {
@@ -170,14 +153,14 @@ func TestDetectUUID(t *testing.T) {
 		wantErr  string
 		noDriver bool
 	}{
-		"NVML wins":                   {lib: gpuServer(t, 1), lookup: env("GPU-sim-x", true), want: "GPU-0"},
-		"NVML errors are NVML's":      {lib: gpuServer(t, 2), lookup: env("GPU-sim-x", true), wantErr: "NVML reports 2 GPUs"},
-		"no driver, simulated GPU":    {lib: noDriver(), lookup: env("GPU-sim-1234", true), want: "GPU-sim-1234"},
-		"no driver, simulated MIG":    {lib: noDriver(), lookup: env("MIG-sim-1234", true), want: "MIG-sim-1234"},
-		"no driver, two simulated":    {lib: noDriver(), lookup: env("GPU-sim-a,GPU-sim-b", true), wantErr: "names 2 GPUs"},
-		"no driver, real UUID in env": {lib: noDriver(), lookup: env("GPU-0d7a2c5e", true), wantErr: "NVIDIA driver not found", noDriver: true},
-		"no driver, env unset":        {lib: noDriver(), lookup: env("", false), wantErr: "NVIDIA driver not found", noDriver: true},
-		"no driver, all":              {lib: noDriver(), lookup: env("all", true), wantErr: "NVIDIA driver not found", noDriver: true},
+		"NVML wins":                   {lib: nvmltest.A100s(t, 1), lookup: env("GPU-sim-x", true), want: "GPU-0"},
+		"NVML errors are NVML's":      {lib: nvmltest.A100s(t, 2), lookup: env("GPU-sim-x", true), wantErr: "NVML reports 2 GPUs"},
+		"no driver, simulated GPU":    {lib: nvmltest.NoDriver(), lookup: env("GPU-sim-1234", true), want: "GPU-sim-1234"},
+		"no driver, simulated MIG":    {lib: nvmltest.NoDriver(), lookup: env("MIG-sim-1234", true), want: "MIG-sim-1234"},
+		"no driver, two simulated":    {lib: nvmltest.NoDriver(), lookup: env("GPU-sim-a,GPU-sim-b", true), wantErr: "names 2 GPUs"},
+		"no driver, real UUID in env": {lib: nvmltest.NoDriver(), lookup: env("GPU-0d7a2c5e", true), wantErr: "NVIDIA driver not found", noDriver: true},
+		"no driver, env unset":        {lib: nvmltest.NoDriver(), lookup: env("", false), wantErr: "NVIDIA driver not found", noDriver: true},
+		"no driver, all":              {lib: nvmltest.NoDriver(), lookup: env("all", true), wantErr: "NVIDIA driver not found", noDriver: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -342,7 +325,7 @@ func TestRunAnnotatesAndHolds(t *testing.T) {
 	go func() {
 		done <- Run(ctx, Options{
 			Client: client, Namespace: "kai-resource-reservation", Name: "gpu-reservation-0",
-			UUID: func() (string, error) { return NVMLUUID(gpuServer(t, 1)) },
+			UUID: func() (string, error) { return NVMLUUID(nvmltest.A100s(t, 1)) },
 		})
 	}()
 	deadline := time.After(20 * time.Second)
@@ -379,7 +362,7 @@ func TestRunFailures(t *testing.T) {
 		want string
 	}{
 		"no identity": {Options{UUID: func() (string, error) { return "GPU-0", nil }}, "POD_NAMESPACE and POD_NAME"},
-		"no GPU": {Options{Namespace: "ns", Name: "p", UUID: func() (string, error) { return NVMLUUID(gpuServer(t, 0)) }},
+		"no GPU": {Options{Namespace: "ns", Name: "p", UUID: func() (string, error) { return NVMLUUID(nvmltest.A100s(t, 0)) }},
 			"finding the reserved GPU: NVML reports 0 GPUs"},
 		"pod missing": {Options{Namespace: "ns", Name: "gone", UUID: func() (string, error) { return "GPU-0", nil }},
 			"pod ns/gone not found"},

@@ -4,8 +4,9 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -58,7 +59,7 @@ func walk(v any, t reflect.Type, path string, problems *[]string) {
 			return
 		}
 		fields := jsonFields(t)
-		for _, key := range sortedKeys(m) {
+		for _, key := range slices.Sorted(maps.Keys(m)) {
 			ft, known := fields[key]
 			if !known {
 				msg := "unknown field"
@@ -76,7 +77,7 @@ func walk(v any, t reflect.Type, path string, problems *[]string) {
 			add("%s, want an object", describeValue(v))
 			return
 		}
-		for _, key := range sortedKeys(m) {
+		for _, key := range slices.Sorted(maps.Keys(m)) {
 			walk(m[key], t.Elem(), path+"["+key+"]", problems)
 		}
 	case reflect.Slice, reflect.Array:
@@ -244,15 +245,6 @@ func show(v any) string {
 		return "a list"
 	}
 	return fmt.Sprint(v)
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func join(path, key string) string {
