@@ -145,7 +145,7 @@ func TestHostQuotaIsCeilingPlusQueue(t *testing.T) {
 			testobj.Team("a", "a100").GPUs(1).MIG("1g.10gb", 1).Queued().MaxQueuedMIG("1g.10gb", 0).Obj(), 2, map[string]int32{"1g.10gb": 1},
 		},
 		"0: the ceiling, nothing waits beyond": {testobj.Team("a", "a100").GPUs(2).Borrow(1).MaxQueued(0).Obj(), 3, nil},
-		"pure borrower": {testobj.Team("a", "a100").Borrow(2).Obj(), 4, nil},
+		"pure borrower":                        {testobj.Team("a", "a100").Borrow(2).Obj(), 4, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := tc.team.Spec.DeepCopy()
