@@ -22,6 +22,12 @@ type Input struct {
 	// Trusted is true for requests of gpuvc's own components (TrustedUsers):
 	// they may write gpuvc.dev/ metadata and remove the share gate.
 	Trusted bool
+	// Kueue is true for requests of Kueue's controller (KueueUsers): the only
+	// one that lifts Kueue's admission gate.
+	Kueue bool
+	// VClusterSyncer is true for requests of the team's vCluster syncer, which
+	// sends the virtual pod's scheduling gates (none) with every update.
+	VClusterSyncer bool
 	// ReserveWriter is true for requests of the namespace's reservation account
 	// (gpuvc reserve): it may record, once, the UUID of the GPU its pod holds.
 	ReserveWriter bool

@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -65,4 +66,81 @@ func TestKueueQueueLabelIsKeptThroughUpdates(t *testing.T) {
 			eq(t, 1, len(notes))
 		})
 	}
+}
+
+func TestQueuedPodIsGatedByGPUVC(t *testing.T) {
+	in := input(pod().GPUs("1").Obj())
+	in.Policy.KueueQueue = contract.KueueLocalQueueName
+	notes := append(mutateKueueQueue(in), mutateKueueGate(in)...)
+	if !hasKueueGate(in.Pod) {
+		t.Fatalf("a queueing team's GPU pod was not gated: %v", in.Pod.Spec.SchedulingGates)
+	}
+	if diff := cmp.Diff([]string{ReasonKueueQueueSet, ReasonKueueGated}, reasonsOf(notes)); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+	// Kueue's webhook after gpuvc's finds the gate and adds none; gpuvc's
+	// validating pass finds nothing to change.
+	eq(t, 0, len(mutateKueueGate(in)))
+	eq(t, 1, len(in.Pod.Spec.SchedulingGates))
+
+	cpu := input(pod().Obj())
+	cpu.Policy.KueueQueue = contract.KueueLocalQueueName
+	if mutateKueueGate(cpu); hasKueueGate(cpu.Pod) {
+		t.Fatal("a CPU pod, which does not queue, was gated")
+	}
+}
+
+// TestOnlyKueueLiftsItsGate: anyone but Kueue removing the admission gate is
+// refused, naming the gate and the limit; the team's vCluster, which sends the
+// virtual pod's gates with every update, gets the gate put back instead.
+func TestOnlyKueueLiftsItsGate(t *testing.T) {
+	old := pod().GPUs("1").Label(contract.LabelKueueQueueName, contract.KueueLocalQueueName).SchedulingGate(contract.KueueAdmissionGate).Obj()
+	ungated := old.DeepCopy()
+	ungated.Spec.SchedulingGates = nil
+	relabelled := old.DeepCopy()
+	relabelled.Labels["app"] = "x"
+	for name, tc := range map[string]struct {
+		pod          *corev1.Pod
+		who          func(*Input)
+		wantDenied   string
+		wantGated    bool
+		wantRestored bool
+	}{
+		"Kueue lifts it":                         {pod: ungated, who: func(in *Input) { in.Kueue = true }},
+		"the team's identity is refused":         {pod: ungated, wantDenied: ReasonKueueGateRemoved, wantGated: false},
+		"a gpuvc component is refused":           {pod: ungated, who: func(in *Input) { in.Trusted = true }, wantDenied: ReasonKueueGateRemoved},
+		"the vCluster syncer gets the gate back": {pod: ungated, who: func(in *Input) { in.VClusterSyncer = true }, wantGated: true, wantRestored: true},
+		"an update keeping the gate passes":      {pod: relabelled, wantGated: true},
+		"the vCluster syncer keeping the gate":   {pod: relabelled, who: func(in *Input) { in.VClusterSyncer = true }, wantGated: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := input(tc.pod.DeepCopy())
+			in.Old = old
+			if tc.who != nil {
+				tc.who(in)
+			}
+			r := podUpdate.Run(in)
+			if diff := cmp.Diff(nonEmpty(tc.wantDenied), denialReasons(r)); diff != "" {
+				t.Fatalf("denials (-want +got):\n%s", diff)
+			}
+			if r.Denied() {
+				if m := r.Message(); !contains(m, contract.KueueAdmissionGate) || !contains(m, "only Kueue lifts it") || !contains(m, "team fraud") {
+					t.Errorf("refusal %q does not name the gate, the limit and the team", m)
+				}
+				return
+			}
+			eq(t, tc.wantGated, hasKueueGate(in.Pod))
+			eq(t, tc.wantRestored, contains(strings.Join(reasonsOf(r.Notes), ","), ReasonKueueGateRestored))
+			if v := podUpdate.Verify(in); v.Denied() {
+				t.Errorf("the validating pass refused what the mutating pass let through: %s", v.Message())
+			}
+		})
+	}
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }

@@ -32,6 +32,7 @@ const (
 	ReasonNotAsAdmitted          = "NotAsAdmitted"
 	ReasonNoTeamPolicy           = "NoTeamPolicy"
 	ReasonResourceClaim          = "ResourceClaimNotAllowed"
+	ReasonKueueGateRemoved       = "KueueGateRemoved"
 
 	// Changes.
 	ReasonPoolPinned               = "PoolPinned"
@@ -51,4 +52,6 @@ const (
 	ReasonShareGateRestored        = "GPUShareGateRestored"
 	ReasonPoolSelectorRestored     = "PoolSelectorRestored"
 	ReasonTolerationRestored       = "TolerationRestored"
+	ReasonKueueGated               = "KueueGated"
+	ReasonKueueGateRestored        = "KueueGateRestored"
 )

@@ -39,6 +39,10 @@ type Options struct {
 	// controller's service account): they may write gpuvc.dev/ metadata and
 	// remove the share gate.
 	TrustedUsers []string
+	// KueueUsers are the users Kueue's controller runs as: the only ones that
+	// may lift Kueue's admission gate from a team's pod. Nil means
+	// []string{contract.KueueDefaultUser}.
+	KueueUsers []string
 	// StatefulSetControllers are the users the StatefulSet controller creates
 	// pods as; nil means DefaultStatefulSetControllers.
 	StatefulSetControllers []string
@@ -56,6 +60,9 @@ type Webhook struct {
 func New(opts Options) (*Webhook, error) {
 	if opts.Policies == nil {
 		return nil, errors.New("syncer webhook: Options.Policies is required")
+	}
+	if opts.KueueUsers == nil {
+		opts.KueueUsers = []string{contract.KueueDefaultUser}
 	}
 	if opts.StatefulSetControllers == nil {
 		opts.StatefulSetControllers = DefaultStatefulSetControllers
@@ -90,8 +97,11 @@ func (w *Webhook) input(ctx context.Context, req admission.Request) (*Input, *ad
 		w.opts.Log.Error(err, "no team policy", "namespace", req.Namespace)
 		return respond(admission.Denied(fmt.Sprintf("gpuvc: %s: %v; pods in this namespace are refused until the platform team fixes it", ReasonNoTeamPolicy, err)))
 	}
-	in := &Input{Policy: policy, Pod: &corev1.Pod{}, MIG: w.opts.MIG, Trusted: slices.Contains(w.opts.TrustedUsers, req.UserInfo.Username),
-		ReserveWriter: req.UserInfo.Username == "system:serviceaccount:"+req.Namespace+":"+contract.ReserveServiceAccount}
+	user := req.UserInfo.Username
+	in := &Input{Policy: policy, Pod: &corev1.Pod{}, MIG: w.opts.MIG, Trusted: slices.Contains(w.opts.TrustedUsers, user),
+		Kueue:          slices.Contains(w.opts.KueueUsers, user),
+		VClusterSyncer: policy.VClusterName != "" && user == vclusterUser(req.Namespace, policy.VClusterName),
+		ReserveWriter:  user == "system:serviceaccount:"+req.Namespace+":"+contract.ReserveServiceAccount}
 	if err := w.decoder.DecodeRaw(req.Object, in.Pod); err != nil {
 		return respond(admission.Errored(400, err))
 	}
@@ -108,6 +118,12 @@ func (w *Webhook) input(ctx context.Context, req admission.Request) (*Input, *ad
 		return respond(admission.Errored(500, fmt.Errorf("looking up nodes named by the pod: %w", err)))
 	}
 	return in, nil
+}
+
+// vclusterUser is the identity of a team's vCluster syncer: the ServiceAccount
+// vc-<release> the vCluster chart creates in the team's namespace.
+func vclusterUser(namespace, release string) string {
+	return "system:serviceaccount:" + namespace + ":vc-" + release
 }
 
 // resolveNodes looks up the pools of the nodes the decisions will judge: on

@@ -9,6 +9,11 @@ const (
 	// KueueLocalQueueName is the LocalQueue the manager creates in a queueing
 	// team's host namespace; the team's GPU pods name it.
 	KueueLocalQueueName = "gpuvc"
+	// KueueDefaultUser is the identity of Kueue's controller as Kueue's own
+	// manifests install it (namespace kueue-system, ServiceAccount
+	// kueue-controller-manager): the only user that may lift KueueAdmissionGate
+	// from a team's pod unless the manager is told otherwise (--kueue-user).
+	KueueDefaultUser = "system:serviceaccount:kueue-system:kueue-controller-manager"
 )
 
 // Kueue's API as gpuvc uses it: the group, the version gpuvc writes
