@@ -66,7 +66,11 @@ type Options struct {
 	// ReserveImage is the image of fractional-GPU reservation pods (gpuvc
 	// reserve); empty turns the share controller off.
 	ReserveImage string
-	Team         team.Options
+	// KueueUsers are the users Kueue's controller runs as, the only ones that
+	// may lift Kueue's admission gate (syncer.Options.KueueUsers); nil: Kueue's
+	// own service account, contract.KueueDefaultUser.
+	KueueUsers []string
+	Team       team.Options
 	// Accounting paces the GPU-time accounting (manager/accounting).
 	Accounting accounting.Options
 	// Idle paces the idle policy (manager/idle) and says where its waker answers.
@@ -237,6 +241,7 @@ func addWebhook(mgr ctrl.Manager, self string, opts Options) error {
 		Recorder:     mgr.GetEventRecorder("gpuvc-syncer"),
 		Metrics:      m,
 		TrustedUsers: []string{self},
+		KueueUsers:   opts.KueueUsers,
 		Log:          mgr.GetLogger().WithName("syncer"),
 	})
 	if err != nil {
