@@ -135,7 +135,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err != nil {
 		return nil, err
 	}
-	if err := installCELFence(ctx, cfg, self); err != nil {
+	if err := installCELFence(ctx, cfg, self, opts.KueueUsers); err != nil {
 		return nil, err
 	}
 	opts.Team.SystemPool = opts.SystemPool
@@ -199,13 +199,13 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 
 // installCELFence applies the cluster-wide ValidatingAdmissionPolicies that fence
 // team pods when the webhook is down; only the manager (self) may write their
-// per-team parameters.
-func installCELFence(ctx context.Context, cfg *rest.Config, self string) error {
+// per-team parameters, only Kueue (kueueUsers) may lift its admission gate.
+func installCELFence(ctx context.Context, cfg *rest.Config, self string, kueueUsers []string) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	return celpolicy.Install(ctx, cs, celpolicy.Options{ParamsWriters: []string{self}})
+	return celpolicy.Install(ctx, cs, celpolicy.Options{ParamsWriters: []string{self}, KueueUsers: kueueUsers})
 }
 
 // addAccounting runs the GPU-time accountant on the leader and exports its

@@ -153,14 +153,14 @@ func TestTwoTeamsBorrowAndReclaim(t *testing.T) {
 
 // TestQuotaCeilingHoldsWhileKueueIsDown: the ResourceQuota of a queueing team
 // allows more than its ceiling, so with Kueue stopped the ceiling rests on the
-// gate. A team with a ceiling of 2 runs 2 pods and has 1 waiting; Kueue stops;
+// gate. A team with a ceiling of 2 (guaranteed) runs 2 pods and has 1 waiting; Kueue stops;
 // a new GPU pod is refused (Kueue's webhook fails closed for pods that name a
 // queue), a running pod ends and the waiting one stays gated (nobody admits it),
 // removing the gate by hand is refused; CPU pods still run. Kueue is started
 // again afterwards.
 func TestQuotaCeilingHoldsWhileKueueIsDown(t *testing.T) {
 	ctx := integration(t)
-	createTeam(ctx, t, testobj.Team("steady", "h100").GPUs(1).Borrow(1).MaxQueued(2).Obj())
+	createTeam(ctx, t, testobj.Team("steady", "h100").GPUs(2).Queued().MaxQueued(2).Obj())
 	waitActive(ctx, t, "steady")
 	dumpWorkloadsOnFailure(t, gpuvcv1.HostNamespace("steady"))
 	gpuPods(ctx, t, "steady", "s", 3)

@@ -75,14 +75,17 @@ func queuedGPUs(ctx context.Context, t *testing.T, team string, used, queued int
 }
 
 // TestPodsBeyondTheCeilingWaitUpToTheQueueDepth: a team with a ceiling of 2
-// GPUs (1 guaranteed, 1 borrowable) and spec.queueing.maxQueued.gpus 2 has a
-// ResourceQuota of 4: four one-GPU pods are all created, two run and two wait
-// in Kueue (status.queue shows 2 queued, the waiting pod gets a Queued event), a
-// fifth is refused by the quota; when a running pod ends, a waiting one runs.
+// GPUs (1 guaranteed, 1 borrowed from an idle team of its pool) and
+// spec.queueing.maxQueued.gpus 2 has a ResourceQuota of 4: four one-GPU pods
+// are all created, two run and two wait in Kueue (status.queue shows 2 queued,
+// a waiting pod gets a Queued event), a fifth is refused by the quota; when a
+// running pod ends, a waiting one runs.
 func TestPodsBeyondTheCeilingWaitUpToTheQueueDepth(t *testing.T) {
 	ctx := integration(t)
 	gpuPool(ctx, t, "deep", 4)
+	createTeam(ctx, t, testobj.Team("idle", "deep").GPUs(1).Queued().Obj())
 	createTeam(ctx, t, testobj.Team("deep", "deep").GPUs(1).Borrow(1).MaxQueued(2).Obj())
+	waitActive(ctx, t, "idle")
 	waitActive(ctx, t, "deep")
 	dumpWorkloadsOnFailure(t, gpuvcv1.HostNamespace("deep"))
 	poll.UntilSeen(ctx, t, time.Minute, "ResourceQuota of 2 (ceiling) + 2 (queue depth) GPUs", func(ctx context.Context) (bool, string, error) {
@@ -90,9 +93,9 @@ func TestPodsBeyondTheCeilingWaitUpToTheQueueDepth(t *testing.T) {
 		return got == "4", "requests.nvidia.com/gpu=" + got, err
 	})
 
-	// Four pods: created and gated; Kueue admits the ceiling (the pool has room
-	// for more, but the team has no guarantee beyond 1 and nobody lends more
-	// than the borrowing limit), the rest wait.
+	// Four pods: created and gated; Kueue admits the ceiling (the pool's node
+	// has room for more, but the team is guaranteed 1 and may borrow 1 of the
+	// idle team's), the rest wait.
 	gpuPods(ctx, t, "deep", "d", 4)
 	waitPods(ctx, t, "deep", 2, 2)
 	queuedGPUs(ctx, t, "deep", 2, 2)
