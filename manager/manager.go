@@ -237,6 +237,7 @@ func addWebhook(mgr ctrl.Manager, self string, opts Options) error {
 	wh, err := syncer.New(syncer.Options{
 		Policies:     teampolicy.Source{Reader: mgr.GetClient(), SystemPool: opts.SystemPool},
 		Nodes:        syncer.ClientNodePools{Reader: mgr.GetClient()},
+		Quotas:       syncer.ClientQuotaUsage{Reader: mgr.GetClient(), Name: team.QuotaName},
 		MIG:          migmap.Catalog{},
 		Recorder:     mgr.GetEventRecorder("gpuvc-syncer"),
 		Metrics:      m,

@@ -144,3 +144,29 @@ func nonEmpty(s string) []string {
 	}
 	return []string{s}
 }
+
+// TestQueueDepth: a queueing team's pod beyond ceiling + queue depth is refused
+// naming the figures and the field to raise; within, or without a known usage,
+// it passes (the ResourceQuota stays the fence).
+func TestQueueDepth(t *testing.T) {
+	queueing := func(used int64) func(*Input) {
+		return func(in *Input) {
+			in.Policy.KueueQueue = contract.KueueLocalQueueName
+			in.Policy.KueueCeiling = map[corev1.ResourceName]int64{contract.ResourceGPU: 2, "nvidia.com/mig-1g.10gb": 1}
+			in.Policy.KueueMaxQueued = map[corev1.ResourceName]int64{contract.ResourceGPU: 2, "nvidia.com/mig-1g.10gb": 0}
+			in.QuotaUsed = map[corev1.ResourceName]int64{contract.ResourceGPU: used}
+		}
+	}
+	runCheckTable(t, checkQueueDepth, map[string]checkCase{
+		"room in the queue":    {pod: pod().GPUs("1").Obj(), edit: queueing(3)},
+		"the last queue place": {pod: pod().GPUs("2").Obj(), edit: queueing(2)},
+		"beyond the queue depth": {pod: pod().GPUs("1").Obj(), edit: queueing(4), reason: ReasonQueueFull,
+			says: []string{"team fraud", "already hold 4 nvidia.com/gpu", "asks for 1", "limit: 4 = 2", "+ 2 that may wait", "spec.queueing.maxQueued"}},
+		"a MIG profile at its ceiling, depth 0": {pod: pod().MIG("1g.10gb", "1").Obj(), edit: func(in *Input) {
+			queueing(0)(in)
+			in.QuotaUsed["nvidia.com/mig-1g.10gb"] = 1
+		}, reason: ReasonQueueFull, says: []string{"nvidia.com/mig-1g.10gb", "limit: 1 = 1"}},
+		"usage unknown": {pod: pod().GPUs("9").Obj(), edit: func(in *Input) { queueing(0)(in); in.QuotaUsed = nil }},
+		"not queueing":  {pod: pod().GPUs("9").Obj(), edit: func(in *Input) { in.QuotaUsed = map[corev1.ResourceName]int64{contract.ResourceGPU: 100} }},
+	})
+}

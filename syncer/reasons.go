@@ -33,6 +33,7 @@ const (
 	ReasonNoTeamPolicy           = "NoTeamPolicy"
 	ReasonResourceClaim          = "ResourceClaimNotAllowed"
 	ReasonKueueGateRemoved       = "KueueGateRemoved"
+	ReasonQueueFull              = "QueueFull"
 
 	// Changes.
 	ReasonPoolPinned               = "PoolPinned"

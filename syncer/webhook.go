@@ -31,6 +31,9 @@ type Options struct {
 	Nodes NodePools
 	// MIG maps MIG profiles of other GPU models; nil allows exact profiles only.
 	MIG MIGMapper
+	// Quotas reads a team namespace's ResourceQuota usage, to explain a queueing
+	// team's pod beyond its queue depth; nil leaves that to the quota's own message.
+	Quotas QuotaUsage
 	// Recorder emits events on host pods (vCluster syncs them to the virtual pod).
 	Recorder events.EventRecorder
 	// Metrics records per-team metrics; nil records none.
@@ -113,6 +116,11 @@ func (w *Webhook) input(ctx context.Context, req admission.Request) (*Input, *ad
 		in.Role = storedRole(in.Old)
 	} else {
 		in.Role = roleOf(in.Pod, policy, req.UserInfo.Username, w.opts.StatefulSetControllers)
+	}
+	if req.Operation == admissionv1.Create && policy.KueueQueue != "" && w.opts.Quotas != nil {
+		if in.QuotaUsed, err = w.opts.Quotas.GPUsUsed(ctx, req.Namespace); err != nil {
+			return respond(admission.Errored(500, fmt.Errorf("reading the namespace's quota usage: %w", err)))
+		}
 	}
 	if in.NodePools, err = w.resolveNodes(ctx, in); err != nil {
 		return respond(admission.Errored(500, fmt.Errorf("looking up nodes named by the pod: %w", err)))

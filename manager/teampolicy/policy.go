@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/gpu/mig"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -38,6 +39,7 @@ func Policy(t *gpuvcv1.Team, product string, memMiB int64, systemPool string) *s
 	}
 	if t.Spec.Queueing != nil {
 		p.KueueQueue = contract.KueueLocalQueueName
+		p.KueueCeiling, p.KueueMaxQueued = queueBounds(&t.Spec)
 	}
 	return p
 }
@@ -69,4 +71,16 @@ func PoolGPU(ctx context.Context, reader client.Reader, pool string) (string, in
 		}
 	}
 	return best, memory[best], nil
+}
+
+// queueBounds are a queueing team's ceiling and queue depth per GPU resource.
+func queueBounds(s *gpuvcv1.TeamSpec) (ceiling, maxQueued map[corev1.ResourceName]int64) {
+	c := s.CeilingQuota()
+	ceiling = map[corev1.ResourceName]int64{contract.ResourceGPU: int64(*c.GPUs)}
+	maxQueued = map[corev1.ResourceName]int64{contract.ResourceGPU: int64(s.MaxQueuedGPUs())}
+	for profile, n := range c.MIG {
+		res := corev1.ResourceName(mig.ResourceName(profile))
+		ceiling[res], maxQueued[res] = int64(n), int64(s.MaxQueuedMIG(profile))
+	}
+	return ceiling, maxQueued
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamqueue"
+	"github.com/gpuvc/gpuvc/syncer"
 )
 
 // gpuPods creates n one-GPU pods named <prefix>-<i> in team's namespace, as
@@ -105,7 +106,7 @@ func waitActive(ctx context.Context, t testing.TB, team string) {
 // TestTwoTeamsBorrowAndReclaim: two teams share the a100 pool's 8 whole GPUs
 // (kwok node a100-0), 4 guaranteed each. One borrows the other's idle GPUs up to
 // its borrowing limit; a pod beyond guarantee plus limit waits (queue depth 1),
-// one beyond that is refused by the ResourceQuota; when the lender needs its
+// one beyond that is refused (QueueFull); when the lender needs its
 // guarantee back, Kueue preempts the borrowed pods and admits the lender's.
 func TestTwoTeamsBorrowAndReclaim(t *testing.T) {
 	integration(t)
@@ -140,8 +141,8 @@ func TestTwoTeamsBorrowAndReclaim(t *testing.T) {
 	waitPods(ctx, t, "borrower", 6, 1)
 	p := testobj.Pod("b-over", gpuvcv1.HostNamespace("borrower")).GPUs("1").Obj()
 	_, err := host.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
-	if err == nil || !strings.Contains(err.Error(), "exceeded quota") {
-		t.Fatalf("a pod beyond guarantee + borrowing limit + queue depth was not refused by the quota: %v", err)
+	if err == nil || !strings.Contains(err.Error(), syncer.ReasonQueueFull) {
+		t.Fatalf("a pod beyond guarantee + borrowing limit + queue depth was not refused: %v", err)
 	}
 
 	// Reclaim: the lender wants its 4; 2 are free, 2 come back by preemption.

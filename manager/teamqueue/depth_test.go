@@ -78,7 +78,7 @@ func queuedGPUs(ctx context.Context, t *testing.T, team string, used, queued int
 // GPUs (1 guaranteed, 1 borrowed from an idle team of its pool) and
 // spec.queueing.maxQueued.gpus 2 has a ResourceQuota of 4: four one-GPU pods
 // are all created, two run and two wait in Kueue (status.queue shows 2 queued,
-// a waiting pod gets a Queued event), a fifth is refused by the quota; when a
+// a waiting pod gets a Queued event), a fifth is refused (QueueFull); when a
 // running pod ends, a waiting one runs.
 func TestPodsBeyondTheCeilingWaitUpToTheQueueDepth(t *testing.T) {
 	ctx := integration(t)
@@ -102,11 +102,12 @@ func TestPodsBeyondTheCeilingWaitUpToTheQueueDepth(t *testing.T) {
 	ns := gpuvcv1.HostNamespace("deep")
 	podEvent(ctx, t, ns, waitingPod(ctx, t, "deep"), corev1.EventTypeWarning, "Queued", "team deep")
 
-	// Beyond ceiling + queue depth: refused by the ResourceQuota.
+	// Beyond ceiling + queue depth: refused, saying why (gpuvc's webhook, ahead
+	// of the ResourceQuota that would refuse it too).
 	over := testobj.Pod("d-over", ns).GPUs("1").Obj()
 	_, err := host.Client.CoreV1().Pods(ns).Create(ctx, over, metav1.CreateOptions{})
-	if err == nil || !strings.Contains(err.Error(), "exceeded quota") {
-		t.Fatalf("a pod beyond ceiling + queue depth was not refused by the quota: %v", err)
+	if err == nil || !strings.Contains(err.Error(), syncer.ReasonQueueFull) || !strings.Contains(err.Error(), "limit: 4 = 2 the team may run with") || !strings.Contains(err.Error(), "spec.queueing.maxQueued") {
+		t.Fatalf("a pod beyond ceiling + queue depth was not refused with the queue's figures: %v", err)
 	}
 	t.Logf("refused: %v", err)
 
