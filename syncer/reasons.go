@@ -1,5 +1,7 @@
 package syncer
 
+import "github.com/gpuvc/gpuvc/manager/api/contract"
+
 // Reasons name decisions in refusals, notes, events and metrics.
 const (
 	// Refusals.
@@ -33,7 +35,7 @@ const (
 	ReasonNoTeamPolicy           = "NoTeamPolicy"
 	ReasonResourceClaim          = "ResourceClaimNotAllowed"
 	ReasonKueueGateRemoved       = "KueueGateRemoved"
-	ReasonQueueFull              = "QueueFull"
+	ReasonQueueFull              = contract.ReasonQueueFull
 
 	// Changes.
 	ReasonPoolPinned               = "PoolPinned"

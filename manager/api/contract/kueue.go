@@ -14,6 +14,10 @@ const (
 	// kueue-controller-manager): the only user that may lift KueueAdmissionGate
 	// from a team's pod unless the manager is told otherwise (--kueue-user).
 	KueueDefaultUser = "system:serviceaccount:kueue-system:kueue-controller-manager"
+	// ReasonQueueFull is the webhook's refusal of a queueing team's pod beyond
+	// its ceiling plus queue depth ("gpuvc: QueueFull: ..."); the share
+	// controller takes it, like ResourceQuota's, for a quota refusal.
+	ReasonQueueFull = "QueueFull"
 )
 
 // Kueue's API as gpuvc uses it: the group, the version gpuvc writes
