@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuvc/gpuvc/gpu/mig"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -79,7 +78,7 @@ func queueBounds(s *gpuvcv1.TeamSpec) (ceiling, maxQueued map[corev1.ResourceNam
 	ceiling = map[corev1.ResourceName]int64{contract.ResourceGPU: int64(*c.GPUs)}
 	maxQueued = map[corev1.ResourceName]int64{contract.ResourceGPU: int64(s.MaxQueuedGPUs())}
 	for profile, n := range c.MIG {
-		res := corev1.ResourceName(mig.ResourceName(profile))
+		res := corev1.ResourceName(contract.ResourceMIGPrefix + profile)
 		ceiling[res], maxQueued[res] = int64(n), int64(s.MaxQueuedMIG(profile))
 	}
 	return ceiling, maxQueued
