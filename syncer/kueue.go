@@ -84,9 +84,12 @@ func mutateKueueGate(in *Input) []Note {
 	return []Note{{"", ReasonKueueGated, fmt.Sprintf("scheduling gate %s set: the pod runs once Kueue admits it within team %s's quota", contract.KueueAdmissionGate, in.Policy.Team)}}
 }
 
-// kueueGateLifted reports an UPDATE that removes Kueue's admission gate.
+// kueueGateLifted reports an UPDATE by anyone but Kueue that removes Kueue's
+// admission gate from a pod gpuvc sent to Kueue (it names a queue). A gate a
+// tenant put on a pod that never queued holds no quota.
 func kueueGateLifted(in *Input) bool {
-	return !in.Kueue && hasKueueGate(in.Old) && !hasKueueGate(in.Pod)
+	_, queued := in.Old.Labels[contract.LabelKueueQueueName]
+	return queued && !in.Kueue && hasKueueGate(in.Old) && !hasKueueGate(in.Pod)
 }
 
 // checkKueueGateKept refuses anyone but Kueue lifting its admission gate;

@@ -112,10 +112,11 @@ func TestOnlyKueueLiftsItsGate(t *testing.T) {
 		"the vCluster syncer gets the gate back": {pod: ungated, who: func(in *Input) { in.VClusterSyncer = true }, wantGated: true, wantRestored: true},
 		"an update keeping the gate passes":      {pod: relabelled, wantGated: true},
 		"the vCluster syncer keeping the gate":   {pod: relabelled, who: func(in *Input) { in.VClusterSyncer = true }, wantGated: true},
+		"a gate on a pod that never queued":      {pod: ungated, who: func(in *Input) { delete(in.Old.Labels, contract.LabelKueueQueueName) }},
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := input(tc.pod.DeepCopy())
-			in.Old = old
+			in.Old = old.DeepCopy()
 			if tc.who != nil {
 				tc.who(in)
 			}

@@ -58,7 +58,9 @@ func metadataVariables(trusted, kueue []string) []variable {
 		{"forgedKeys", `variables.create ? variables.createdForged : variables.changedReserved`},
 		{"oldGated", `!variables.create && oldObject.spec.?schedulingGates.orValue([]).exists(g, g.name == ` + lit(contract.GateGPUShare) + `)`},
 		{"kueue", `request.userInfo.username in ` + litList(kueue)},
-		{"oldKueueGated", `!variables.create && oldObject.spec.?schedulingGates.orValue([]).exists(g, g.name == ` + lit(contract.KueueAdmissionGate) + `)`},
+		// A pod sent to Kueue (it names a queue) and still waiting for it.
+		{"oldKueueGated", `!variables.create && ` + lit(contract.LabelKueueQueueName) + ` in variables.oldLabels && ` +
+			`oldObject.spec.?schedulingGates.orValue([]).exists(g, g.name == ` + lit(contract.KueueAdmissionGate) + `)`},
 	}
 }
 
