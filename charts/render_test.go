@@ -174,6 +174,7 @@ manager:
   teamWorkers: 8
   controlPlanePool: system
   systemPool: system
+  kueueUsers: ["system:serviceaccount:kueue:kueue", "admin:kueue"]
   priorityClassName: platform-critical
   nodeSelector: {gpuvc.dev/pool: system}
   tolerations: [{key: dedicated, operator: Equal, value: platform, effect: NoSchedule}]

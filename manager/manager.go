@@ -66,7 +66,11 @@ type Options struct {
 	// ReserveImage is the image of fractional-GPU reservation pods (gpuvc
 	// reserve); empty turns the share controller off.
 	ReserveImage string
-	Team         team.Options
+	// KueueUsers are the users Kueue's controller runs as, the only ones that
+	// may lift Kueue's admission gate (syncer.Options.KueueUsers); nil: Kueue's
+	// own service account, contract.KueueDefaultUser.
+	KueueUsers []string
+	Team       team.Options
 	// Accounting paces the GPU-time accounting (manager/accounting).
 	Accounting accounting.Options
 	// Idle paces the idle policy (manager/idle) and says where its waker answers.
@@ -131,7 +135,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err != nil {
 		return nil, err
 	}
-	if err := installCELFence(ctx, cfg, self); err != nil {
+	if err := installCELFence(ctx, cfg, self, opts.KueueUsers); err != nil {
 		return nil, err
 	}
 	opts.Team.SystemPool = opts.SystemPool
@@ -195,13 +199,13 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 
 // installCELFence applies the cluster-wide ValidatingAdmissionPolicies that fence
 // team pods when the webhook is down; only the manager (self) may write their
-// per-team parameters.
-func installCELFence(ctx context.Context, cfg *rest.Config, self string) error {
+// per-team parameters, only Kueue (kueueUsers) may lift its admission gate.
+func installCELFence(ctx context.Context, cfg *rest.Config, self string, kueueUsers []string) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	return celpolicy.Install(ctx, cs, celpolicy.Options{ParamsWriters: []string{self}})
+	return celpolicy.Install(ctx, cs, celpolicy.Options{ParamsWriters: []string{self}, KueueUsers: kueueUsers})
 }
 
 // addAccounting runs the GPU-time accountant on the leader and exports its
@@ -233,10 +237,12 @@ func addWebhook(mgr ctrl.Manager, self string, opts Options) error {
 	wh, err := syncer.New(syncer.Options{
 		Policies:     teampolicy.Source{Reader: mgr.GetClient(), SystemPool: opts.SystemPool},
 		Nodes:        syncer.ClientNodePools{Reader: mgr.GetClient()},
+		Quotas:       syncer.ClientQuotaUsage{Reader: mgr.GetClient(), Name: team.QuotaName},
 		MIG:          migmap.Catalog{},
 		Recorder:     mgr.GetEventRecorder("gpuvc-syncer"),
 		Metrics:      m,
 		TrustedUsers: []string{self},
+		KueueUsers:   opts.KueueUsers,
 		Log:          mgr.GetLogger().WithName("syncer"),
 	})
 	if err != nil {

@@ -22,9 +22,19 @@ type Input struct {
 	// Trusted is true for requests of gpuvc's own components (TrustedUsers):
 	// they may write gpuvc.dev/ metadata and remove the share gate.
 	Trusted bool
+	// Kueue is true for requests of Kueue's controller (KueueUsers): the only
+	// one that lifts Kueue's admission gate.
+	Kueue bool
+	// VClusterSyncer is true for requests of the team's vCluster syncer, which
+	// sends the virtual pod's scheduling gates (none) with every update.
+	VClusterSyncer bool
 	// ReserveWriter is true for requests of the namespace's reservation account
 	// (gpuvc reserve): it may record, once, the UUID of the GPU its pod holds.
 	ReserveWriter bool
+	// QuotaUsed is what the namespace's ResourceQuota counts now per GPU
+	// resource (pods running and waiting), on CREATE of a queueing team's pod;
+	// nil when unknown.
+	QuotaUsed map[corev1.ResourceName]int64
 	// NodePools maps every node the pod names to that node's pool ("" when the
 	// node has no pool or was not found). Nodes missing from the map are unknown.
 	NodePools map[string]string

@@ -21,8 +21,8 @@ var workloadCreate = Chain{
 		mutateReservedMetadata, mutatePoolFence,
 		mutateSchedulerName, mutatePriorityClass, mutateRuntimeClass, mutateQueue,
 		mutateWholeGPUAsMIG, mutateMIGProfiles, mutateShare,
-		// Last: it reads the GPU resources the mutations above settled.
-		mutateKueueQueue,
+		// Last: they read the GPU resources the mutations above settled.
+		mutateKueueQueue, mutateKueueGate,
 	},
 }
 
@@ -35,9 +35,9 @@ var controlPlaneCreate = Chain{
 
 // podUpdate keeps what gpuvc owns through updates.
 var podUpdate = Chain{
-	Checks: []Check{checkNodeAffinity},
+	Checks: []Check{checkNodeAffinity, checkKueueGateKept},
 	Mutations: []Mutation{
-		mutateRestoreReserved, mutateRestoreGate, mutateRestorePoolSelector,
+		mutateRestoreReserved, mutateRestoreGate, mutateRestoreKueueGate, mutateRestorePoolSelector,
 		mutateUpdateTolerations, mutateRestoreQueue, mutateRestoreKueueQueue,
 	},
 }

@@ -2,6 +2,9 @@ package syncer
 
 import (
 	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
@@ -58,4 +61,56 @@ func mutateRestoreKueueQueue(in *Input) []Note {
 		in.Pod.Labels[contract.LabelKueueQueueName] = old
 	}
 	return []Note{{Warning, ReasonKueueQueueSet, fmt.Sprintf("label %s restored to %q: the queue is chosen by the team policy", contract.LabelKueueQueueName, old)}}
+}
+
+// Kueue's admission gate holds the ceiling. The ResourceQuota of a queueing team
+// allows more than the team may run (its ceiling plus what may wait beyond it),
+// so the gate is what keeps a waiting pod from running: gpuvc gates every pod it
+// sends to Kueue itself, whether or not Kueue's webhook runs after it, and only
+// Kueue lifts the gate, when it admits the pod within the team's quota.
+
+func hasKueueGate(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.KueueAdmissionGate })
+}
+
+// mutateKueueGate gates a pod that waits in Kueue. Kueue's webhook adds the same
+// gate (once); gpuvc's own makes the pod wait even if Kueue's webhook did not
+// take it (not installed, or its selectors leave the namespace out).
+func mutateKueueGate(in *Input) []Note {
+	if wantsKueueQueue(in) == "" || hasKueueGate(in.Pod) {
+		return nil
+	}
+	in.Pod.Spec.SchedulingGates = append(in.Pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: contract.KueueAdmissionGate})
+	return []Note{{"", ReasonKueueGated, fmt.Sprintf("scheduling gate %s set: the pod runs once Kueue admits it within team %s's quota", contract.KueueAdmissionGate, in.Policy.Team)}}
+}
+
+// kueueGateLifted reports an UPDATE by anyone but Kueue that removes Kueue's
+// admission gate from a pod gpuvc sent to Kueue (it names a queue). A gate a
+// tenant put on a pod that never queued holds no quota.
+func kueueGateLifted(in *Input) bool {
+	_, queued := in.Old.Labels[contract.LabelKueueQueueName]
+	return queued && !in.Kueue && hasKueueGate(in.Old) && !hasKueueGate(in.Pod)
+}
+
+// checkKueueGateKept refuses anyone but Kueue lifting its admission gate;
+// the team's vCluster syncer is not refused (mutateRestoreKueueGate).
+func checkKueueGateKept(in *Input) (string, string, bool) {
+	if !kueueGateLifted(in) || in.VClusterSyncer {
+		return "", "", false
+	}
+	return ReasonKueueGateRemoved, fmt.Sprintf(
+		"spec.schedulingGates: the gate %s was removed (limit: only Kueue lifts it, when it admits the pod within team %s's guarantee plus borrowing limit); keep the gate: the pod runs when Kueue admits it",
+		contract.KueueAdmissionGate, in.Policy.Team), true
+}
+
+// mutateRestoreKueueGate puts Kueue's gate back when the team's vCluster
+// removes it: vCluster sends the virtual pod's gates (none) with every update
+// of the host pod, and its other changes must still pass.
+func mutateRestoreKueueGate(in *Input) []Note {
+	if !kueueGateLifted(in) {
+		return nil
+	}
+	in.Pod.Spec.SchedulingGates = append(in.Pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: contract.KueueAdmissionGate})
+	return []Note{{Warning, ReasonKueueGateRestored, fmt.Sprintf(
+		"scheduling gate %s restored: only Kueue lifts it, when it admits the pod within team %s's quota", contract.KueueAdmissionGate, in.Policy.Team)}}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
@@ -46,6 +48,11 @@ type TeamPolicy struct {
 	// KueueQueue is the Kueue LocalQueue the team's GPU pods wait in ("" = the
 	// team does not queue: a tenant's kueue.x-k8s.io/queue-name label is removed).
 	KueueQueue string
+	// KueueCeiling is, per GPU resource (nvidia.com/gpu, nvidia.com/mig-<profile>),
+	// what a queueing team's pods may run with (guarantee plus borrowing limit);
+	// KueueMaxQueued what may wait beyond it. The namespace's ResourceQuota
+	// allows their sum; the webhook uses them to explain a pod beyond it.
+	KueueCeiling, KueueMaxQueued map[corev1.ResourceName]int64
 	// AllowedPriorityClasses may stay on workload pods; others are removed.
 	// Include the cluster's globalDefault class if there is one.
 	AllowedPriorityClasses []string

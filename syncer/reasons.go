@@ -1,5 +1,7 @@
 package syncer
 
+import "github.com/gpuvc/gpuvc/manager/api/contract"
+
 // Reasons name decisions in refusals, notes, events and metrics.
 const (
 	// Refusals.
@@ -32,6 +34,8 @@ const (
 	ReasonNotAsAdmitted          = "NotAsAdmitted"
 	ReasonNoTeamPolicy           = "NoTeamPolicy"
 	ReasonResourceClaim          = "ResourceClaimNotAllowed"
+	ReasonKueueGateRemoved       = "KueueGateRemoved"
+	ReasonQueueFull              = contract.ReasonQueueFull
 
 	// Changes.
 	ReasonPoolPinned               = "PoolPinned"
@@ -51,4 +55,6 @@ const (
 	ReasonShareGateRestored        = "GPUShareGateRestored"
 	ReasonPoolSelectorRestored     = "PoolSelectorRestored"
 	ReasonTolerationRestored       = "TolerationRestored"
+	ReasonKueueGated               = "KueueGated"
+	ReasonKueueGateRestored        = "KueueGateRestored"
 )

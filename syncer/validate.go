@@ -33,6 +33,10 @@ func (h validator) Handle(ctx context.Context, req admission.Request) admission.
 		r = ephemeralUpdate.Run(in)
 	case op == admissionv1.Create:
 		r = createChain(in.Role).Verify(in)
+		// On the pod as stored (GPU requests mapped), so here only.
+		if reason, message, denied := checkQueueDepth(in); denied && !r.Denied() {
+			r = Result{Denials: []Denial{{reason, message}}}
+		}
 	default:
 		r = podUpdate.Verify(in)
 	}

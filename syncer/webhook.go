@@ -31,6 +31,9 @@ type Options struct {
 	Nodes NodePools
 	// MIG maps MIG profiles of other GPU models; nil allows exact profiles only.
 	MIG MIGMapper
+	// Quotas reads a team namespace's ResourceQuota usage, to explain a queueing
+	// team's pod beyond its queue depth; nil leaves that to the quota's own message.
+	Quotas QuotaUsage
 	// Recorder emits events on host pods (vCluster syncs them to the virtual pod).
 	Recorder events.EventRecorder
 	// Metrics records per-team metrics; nil records none.
@@ -39,6 +42,10 @@ type Options struct {
 	// controller's service account): they may write gpuvc.dev/ metadata and
 	// remove the share gate.
 	TrustedUsers []string
+	// KueueUsers are the users Kueue's controller runs as: the only ones that
+	// may lift Kueue's admission gate from a team's pod. Nil means
+	// []string{contract.KueueDefaultUser}.
+	KueueUsers []string
 	// StatefulSetControllers are the users the StatefulSet controller creates
 	// pods as; nil means DefaultStatefulSetControllers.
 	StatefulSetControllers []string
@@ -56,6 +63,9 @@ type Webhook struct {
 func New(opts Options) (*Webhook, error) {
 	if opts.Policies == nil {
 		return nil, errors.New("syncer webhook: Options.Policies is required")
+	}
+	if opts.KueueUsers == nil {
+		opts.KueueUsers = []string{contract.KueueDefaultUser}
 	}
 	if opts.StatefulSetControllers == nil {
 		opts.StatefulSetControllers = DefaultStatefulSetControllers
@@ -90,8 +100,11 @@ func (w *Webhook) input(ctx context.Context, req admission.Request) (*Input, *ad
 		w.opts.Log.Error(err, "no team policy", "namespace", req.Namespace)
 		return respond(admission.Denied(fmt.Sprintf("gpuvc: %s: %v; pods in this namespace are refused until the platform team fixes it", ReasonNoTeamPolicy, err)))
 	}
-	in := &Input{Policy: policy, Pod: &corev1.Pod{}, MIG: w.opts.MIG, Trusted: slices.Contains(w.opts.TrustedUsers, req.UserInfo.Username),
-		ReserveWriter: req.UserInfo.Username == "system:serviceaccount:"+req.Namespace+":"+contract.ReserveServiceAccount}
+	user := req.UserInfo.Username
+	in := &Input{Policy: policy, Pod: &corev1.Pod{}, MIG: w.opts.MIG, Trusted: slices.Contains(w.opts.TrustedUsers, user),
+		Kueue:          slices.Contains(w.opts.KueueUsers, user),
+		VClusterSyncer: policy.VClusterName != "" && user == vclusterUser(req.Namespace, policy.VClusterName),
+		ReserveWriter:  user == "system:serviceaccount:"+req.Namespace+":"+contract.ReserveServiceAccount}
 	if err := w.decoder.DecodeRaw(req.Object, in.Pod); err != nil {
 		return respond(admission.Errored(400, err))
 	}
@@ -104,10 +117,21 @@ func (w *Webhook) input(ctx context.Context, req admission.Request) (*Input, *ad
 	} else {
 		in.Role = roleOf(in.Pod, policy, req.UserInfo.Username, w.opts.StatefulSetControllers)
 	}
+	if req.Operation == admissionv1.Create && policy.KueueQueue != "" && w.opts.Quotas != nil {
+		if in.QuotaUsed, err = w.opts.Quotas.GPUsUsed(ctx, req.Namespace); err != nil {
+			return respond(admission.Errored(500, fmt.Errorf("reading the namespace's quota usage: %w", err)))
+		}
+	}
 	if in.NodePools, err = w.resolveNodes(ctx, in); err != nil {
 		return respond(admission.Errored(500, fmt.Errorf("looking up nodes named by the pod: %w", err)))
 	}
 	return in, nil
+}
+
+// vclusterUser is the identity of a team's vCluster syncer: the ServiceAccount
+// vc-<release> the vCluster chart creates in the team's namespace.
+func vclusterUser(namespace, release string) string {
+	return "system:serviceaccount:" + namespace + ":vc-" + release
 }
 
 // resolveNodes looks up the pools of the nodes the decisions will judge: on

@@ -72,5 +72,5 @@ func StartKueue(ctx context.Context, cp *localcluster.ControlPlane, log io.Write
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return localkueue.Start(ctx, cp.Config, cp.Kubeconfig, localkueue.Options{Binary: bin, ConfigDir: configDir, Dir: dir, Log: log})
+	return localkueue.Start(ctx, cp.Config, localkueue.Options{Binary: bin, ConfigDir: configDir, Dir: dir, Log: log})
 }

@@ -45,17 +45,20 @@ type Options struct {
 
 // Kueue is a running local Kueue controller manager.
 type Kueue struct {
-	Namespace  string
+	Namespace string
+	// User is who Kueue's controller authenticates as (User(Namespace)): the
+	// only user gpuvc's webhook lets lift Kueue's admission gate.
+	User       string
 	WebhookURL string // https://127.0.0.1:<port>: what the API server calls
 	LogPath    string
 	proc       *supervise.Process
 }
 
 // Start installs Kueue's CRDs and webhook configurations into the cluster cfg
-// reaches, starts Kueue's controller manager with kubeconfig, and waits until
-// its webhooks answer through the API server. On error nothing it started is
-// left running.
-func Start(ctx context.Context, cfg *rest.Config, kubeconfig string, opts Options) (k *Kueue, err error) {
+// (an admin's) reaches, starts Kueue's controller manager under its own
+// ServiceAccount (identity.go), and waits until its webhooks answer through the
+// API server. On error nothing it started is left running.
+func Start(ctx context.Context, cfg *rest.Config, opts Options) (k *Kueue, err error) {
 	log := opts.Log
 	if log == nil {
 		log = io.Discard
@@ -117,6 +120,10 @@ func Start(ctx context.Context, cfg *rest.Config, kubeconfig string, opts Option
 	if err := ensureNamespace(ctx, cs, opts.Namespace); err != nil {
 		return nil, err
 	}
+	kubeconfig, err := ensureIdentity(ctx, cs, cfg, opts.ConfigDir, opts.Namespace, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
 
 	proc, err := supervise.Start("kueue", opts.Binary, []string{"--config", configPath}, []string{"KUBECONFIG=" + kubeconfig}, opts.Dir, opts.Detached)
 	if err != nil {
@@ -140,8 +147,8 @@ func Start(ctx context.Context, cfg *rest.Config, kubeconfig string, opts Option
 	if err := waitWebhooks(ctx, cfg, procs); err != nil {
 		return nil, err
 	}
-	k = &Kueue{Namespace: opts.Namespace, WebhookURL: webhookURL, LogPath: filepath.Join(opts.Dir, "kueue.log"), proc: proc}
-	fmt.Fprintf(log, "kueue %s ready in %v (webhooks at %s, log %s)\n", localcluster.KueueVersion, time.Since(began).Round(time.Millisecond), webhookURL, k.LogPath)
+	k = &Kueue{Namespace: opts.Namespace, User: User(opts.Namespace), WebhookURL: webhookURL, LogPath: filepath.Join(opts.Dir, "kueue.log"), proc: proc}
+	fmt.Fprintf(log, "kueue %s ready in %v as %s (webhooks at %s, log %s)\n", localcluster.KueueVersion, time.Since(began).Round(time.Millisecond), k.User, webhookURL, k.LogPath)
 	return k, nil
 }
 

@@ -20,6 +20,12 @@ func TestMain(m *testing.M) {
 			return nil, err
 		}
 		kueue = k
-		return func() { _ = k.Stop() }, nil
+		return func() {
+			_ = k.Stop()
+			if os.Getenv("GPUVC_KUEUE_LOG") != "" {
+				b, _ := os.ReadFile(k.LogPath)
+				_, _ = os.Stderr.Write(b)
+			}
+		}, nil
 	}))
 }

@@ -32,7 +32,7 @@ func startKueue(ctx context.Context, dir string, cp *localcluster.ControlPlane, 
 	if err := os.MkdirAll(KueueDir(dir), 0o700); err != nil {
 		return nil, err
 	}
-	k, err := localkueue.Start(ctx, cp.Config, cp.Kubeconfig, localkueue.Options{Dir: KueueDir(dir), Detached: true, Log: log})
+	k, err := localkueue.Start(ctx, cp.Config, localkueue.Options{Dir: KueueDir(dir), Detached: true, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("starting Kueue (for Teams with spec.queueing; start without it to skip): %w", err)
 	}

@@ -47,9 +47,10 @@ func quotaHard(q gpuvcv1.Quota) corev1.ResourceList {
 }
 
 // desiredQuota is the team's ResourceQuota, or nil when the Team limits nothing.
-// With spec.queueing it is the burst ceiling (guarantee plus borrowing limit).
+// With spec.queueing it is the ceiling (guarantee plus borrowing limit) plus
+// what may wait beyond it (spec.queueing.maxQueued): Kueue holds the ceiling.
 func desiredQuota(t *gpuvcv1.Team) *corev1ac.ResourceQuotaApplyConfiguration {
-	hard := quotaHard(t.Spec.CeilingQuota())
+	hard := quotaHard(t.Spec.HostQuota())
 	if len(hard) == 0 {
 		return nil
 	}

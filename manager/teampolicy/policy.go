@@ -38,6 +38,7 @@ func Policy(t *gpuvcv1.Team, product string, memMiB int64, systemPool string) *s
 	}
 	if t.Spec.Queueing != nil {
 		p.KueueQueue = contract.KueueLocalQueueName
+		p.KueueCeiling, p.KueueMaxQueued = queueBounds(&t.Spec)
 	}
 	return p
 }
@@ -69,4 +70,16 @@ func PoolGPU(ctx context.Context, reader client.Reader, pool string) (string, in
 		}
 	}
 	return best, memory[best], nil
+}
+
+// queueBounds are a queueing team's ceiling and queue depth per GPU resource.
+func queueBounds(s *gpuvcv1.TeamSpec) (ceiling, maxQueued map[corev1.ResourceName]int64) {
+	c := s.CeilingQuota()
+	ceiling = map[corev1.ResourceName]int64{contract.ResourceGPU: int64(*c.GPUs)}
+	maxQueued = map[corev1.ResourceName]int64{contract.ResourceGPU: int64(s.MaxQueuedGPUs())}
+	for profile, n := range c.MIG {
+		res := corev1.ResourceName(contract.ResourceMIGPrefix + profile)
+		ceiling[res], maxQueued[res] = int64(n), int64(s.MaxQueuedMIG(profile))
+	}
+	return ceiling, maxQueued
 }

@@ -147,3 +147,21 @@ func TestShareTeamFractionLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueBounds: a queueing team's policy carries its ceiling and queue depth
+// per GPU resource, for the webhook's QueueFull refusal.
+func TestQueueBounds(t *testing.T) {
+	team := testobj.Team("q", "a100").GPUs(2).MIG("1g.10gb", 1).Borrow(1).BorrowMIG("1g.10gb", 2).MaxQueued(5).Obj()
+	p := Policy(team, "", 0, "system")
+	wantCeiling := map[corev1.ResourceName]int64{"nvidia.com/gpu": 3, "nvidia.com/mig-1g.10gb": 3}
+	wantQueued := map[corev1.ResourceName]int64{"nvidia.com/gpu": 5, "nvidia.com/mig-1g.10gb": 3}
+	if diff := cmp.Diff(wantCeiling, p.KueueCeiling); diff != "" {
+		t.Errorf("ceiling (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantQueued, p.KueueMaxQueued); diff != "" {
+		t.Errorf("queue depth (-want +got):\n%s", diff)
+	}
+	if plain := Policy(testobj.Team("p", "a100").GPUs(2).Obj(), "", 0, "system"); plain.KueueCeiling != nil || plain.KueueMaxQueued != nil {
+		t.Errorf("a team that does not queue has queue bounds: %v, %v", plain.KueueCeiling, plain.KueueMaxQueued)
+	}
+}

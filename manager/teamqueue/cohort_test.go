@@ -17,6 +17,7 @@ import (
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamqueue"
+	"github.com/gpuvc/gpuvc/syncer"
 )
 
 // gpuPods creates n one-GPU pods named <prefix>-<i> in team's namespace, as
@@ -104,15 +105,15 @@ func waitActive(ctx context.Context, t testing.TB, team string) {
 
 // TestTwoTeamsBorrowAndReclaim: two teams share the a100 pool's 8 whole GPUs
 // (kwok node a100-0), 4 guaranteed each. One borrows the other's idle GPUs up to
-// its borrowing limit; its ResourceQuota refuses a pod beyond guarantee plus
-// limit; when the lender needs its guarantee back, Kueue preempts the borrowed
-// pods and admits the lender's.
+// its borrowing limit; a pod beyond guarantee plus limit waits (queue depth 1),
+// one beyond that is refused (QueueFull); when the lender needs its
+// guarantee back, Kueue preempts the borrowed pods and admits the lender's.
 func TestTwoTeamsBorrowAndReclaim(t *testing.T) {
 	integration(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	createTeam(ctx, t, testobj.Team("lender", "a100").GPUs(4).Queued().Obj())
-	createTeam(ctx, t, testobj.Team("borrower", "a100").GPUs(4).Borrow(2).Obj())
+	createTeam(ctx, t, testobj.Team("borrower", "a100").GPUs(4).Borrow(2).MaxQueued(1).Obj())
 	waitActive(ctx, t, "lender")
 	waitActive(ctx, t, "borrower")
 	dumpWorkloadsOnFailure(t, gpuvcv1.HostNamespace("lender"))
@@ -134,27 +135,37 @@ func TestTwoTeamsBorrowAndReclaim(t *testing.T) {
 			fmt.Sprintf("%+v", *q), nil
 	})
 
-	// The ceiling: a 7th GPU pod is refused by the ResourceQuota itself.
+	// The ceiling: a 7th GPU pod waits (though the lender's 2 other GPUs are
+	// idle), an 8th is beyond the queue depth and refused by the ResourceQuota.
+	gpuPods(ctx, t, "borrower", "b-wait", 1)
+	waitPods(ctx, t, "borrower", 6, 1)
 	p := testobj.Pod("b-over", gpuvcv1.HostNamespace("borrower")).GPUs("1").Obj()
 	_, err := host.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
-	if err == nil || !strings.Contains(err.Error(), "exceeded quota") {
-		t.Fatalf("a pod beyond guarantee + borrowing limit was not refused by the quota: %v", err)
+	if err == nil || !strings.Contains(err.Error(), syncer.ReasonQueueFull) {
+		t.Fatalf("a pod beyond guarantee + borrowing limit + queue depth was not refused: %v", err)
 	}
 
 	// Reclaim: the lender wants its 4; 2 are free, 2 come back by preemption.
+	// The borrower's waiting pod keeps waiting: the cohort has nothing to lend.
 	gpuPods(ctx, t, "lender", "l", 4)
 	waitPods(ctx, t, "lender", 4, 0)
-	waitPods(ctx, t, "borrower", 4, 0)
+	waitPods(ctx, t, "borrower", 4, 1)
 }
 
-// TestQuotaCeilingHoldsWhileKueueIsDown: with Kueue stopped, a queueing team's GPU
-// pod is refused (Kueue's webhook fails closed for pods that name a queue) and
-// nothing is admitted beyond the ceiling; other pods still run. Kueue is started
+// TestQuotaCeilingHoldsWhileKueueIsDown: the ResourceQuota of a queueing team
+// allows more than its ceiling, so with Kueue stopped the ceiling rests on the
+// gate. A team with a ceiling of 2 (guaranteed) runs 2 pods and has 1 waiting; Kueue stops;
+// a new GPU pod is refused (Kueue's webhook fails closed for pods that name a
+// queue), a running pod ends and the waiting one stays gated (nobody admits it),
+// removing the gate by hand is refused; CPU pods still run. Kueue is started
 // again afterwards.
 func TestQuotaCeilingHoldsWhileKueueIsDown(t *testing.T) {
 	ctx := integration(t)
-	createTeam(ctx, t, testobj.Team("steady", "h100").GPUs(1).Borrow(1).Obj())
+	createTeam(ctx, t, testobj.Team("steady", "h100").GPUs(2).Queued().MaxQueued(2).Obj())
 	waitActive(ctx, t, "steady")
+	dumpWorkloadsOnFailure(t, gpuvcv1.HostNamespace("steady"))
+	gpuPods(ctx, t, "steady", "s", 3)
+	waitPods(ctx, t, "steady", 2, 1)
 	if err := kueue.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +184,26 @@ func TestQuotaCeilingHoldsWhileKueueIsDown(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 		t.Fatalf("a GPU pod was admitted while Kueue is down (or refused for another reason): %v", err)
 	}
+
+	// A GPU frees up; with Kueue down nothing admits the waiting pod. The
+	// manager's ClusterQueue watch is not involved: the gate alone holds it.
+	waiting := waitingPod(ctx, t, "steady")
+	complete(ctx, t, "steady", runningPod(ctx, t, "steady"))
+	if _, err := ungate(ctx, host.Client, ns, waiting, "", false); err == nil || !strings.Contains(err.Error(), "only Kueue lifts it") {
+		t.Fatalf("removing Kueue's gate by hand while Kueue is down: %v; want a refusal", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		p, err := host.Client.CoreV1().Pods(ns).Get(ctx, waiting, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !gated(p) || p.Spec.NodeName != "" {
+			t.Fatalf("with Kueue down, waiting pod %s was admitted: %s", waiting, poll.DescribePod(p))
+		}
+		time.Sleep(time.Second)
+	}
+
 	cpu, err := host.Client.CoreV1().Pods(ns).Create(ctx, testobj.Pod("cpu", ns).Obj(), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("a CPU pod, which does not queue, was refused while Kueue is down: %v", err)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
+	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamqueue"
 )
 
@@ -120,5 +121,51 @@ func TestCeilingIsGuaranteePlusBorrowing(t *testing.T) {
 	}
 	if *spec.Quota.GPUs != 2 || spec.Quota.MIG["1g.10gb"] != 4 {
 		t.Fatalf("CeilingQuota changed the spec: %v", spec.Quota)
+	}
+}
+
+// TestHostQuotaIsCeilingPlusQueue pins what the ResourceQuota of a queueing team
+// allows, running and waiting together: the ceiling plus spec.queueing.maxQueued,
+// each GPU kind defaulting to as much as its ceiling.
+func TestHostQuotaIsCeilingPlusQueue(t *testing.T) {
+	for name, tc := range map[string]struct {
+		team     *gpuvcv1.Team
+		wantGPUs int32
+		wantMIG  map[string]int32
+	}{
+		"not queueing: spec.quota": {testobj.Team("a", "a100").GPUs(4).Obj(), 4, nil},
+		"default: twice the ceiling": {
+			testobj.Team("a", "a100").GPUs(2).MIG("1g.10gb", 4).Borrow(6).BorrowMIG("1g.10gb", 2).Obj(), 16, map[string]int32{"1g.10gb": 12},
+		},
+		"no borrowing, default": {testobj.Team("a", "a100").GPUs(3).Queued().Obj(), 6, nil},
+		"set for GPUs; MIG defaults": {
+			testobj.Team("a", "a100").GPUs(2).MIG("1g.10gb", 1).Borrow(2).MaxQueued(10).Obj(), 14, map[string]int32{"1g.10gb": 2},
+		},
+		"set for a profile; GPUs default": {
+			testobj.Team("a", "a100").GPUs(1).MIG("1g.10gb", 1).Queued().MaxQueuedMIG("1g.10gb", 0).Obj(), 2, map[string]int32{"1g.10gb": 1},
+		},
+		"0: the ceiling, nothing waits beyond": {testobj.Team("a", "a100").GPUs(2).Borrow(1).MaxQueued(0).Obj(), 3, nil},
+		"pure borrower":                        {testobj.Team("a", "a100").Borrow(2).Obj(), 4, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := tc.team.Spec.DeepCopy()
+			q := tc.team.Spec.HostQuota()
+			got := map[string]int32{}
+			for p, n := range q.MIG {
+				got[p] = n
+			}
+			if len(got) == 0 {
+				got = nil
+			}
+			if q.GPUs == nil || *q.GPUs != tc.wantGPUs {
+				t.Errorf("gpus = %v, want %d", q.GPUs, tc.wantGPUs)
+			}
+			if diff := cmp.Diff(tc.wantMIG, got); diff != "" {
+				t.Errorf("mig (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, &tc.team.Spec); diff != "" {
+				t.Errorf("HostQuota changed the spec (-before +after):\n%s", diff)
+			}
+		})
 	}
 }

@@ -87,9 +87,9 @@ func TestQueueingTeamGetsKueueObjectsThatKueueAccepts(t *testing.T) {
 		st, msg := condition(lq, "Active")
 		return st == "True", "Active=" + st + ": " + msg, nil
 	})
-	poll.UntilSeen(ctx, t, time.Minute, "ResourceQuota holding the ceiling 4 guaranteed + 4 borrowable = 8 GPUs", func(ctx context.Context) (bool, string, error) {
+	poll.UntilSeen(ctx, t, time.Minute, "ResourceQuota of the ceiling 4 guaranteed + 4 borrowable, plus as much waiting (default queue depth): 16 GPUs", func(ctx context.Context) (bool, string, error) {
 		got, err := quotaHardGPUs(ctx, "vision")
-		return got == "8", "requests.nvidia.com/gpu=" + got, err
+		return got == "16", "requests.nvidia.com/gpu=" + got, err
 	})
 
 	// Drift: a hand-edited weight and a deleted LocalQueue come back.

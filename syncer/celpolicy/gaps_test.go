@@ -267,3 +267,25 @@ func grantPods(ctx context.Context, t *testing.T, name, user string) kubernetes.
 	}
 	return cl
 }
+
+// TestOnlyKueueLiftsItsGate: a queueing team's ResourceQuota allows more than
+// its ceiling, so Kueue's admission gate holds a waiting pod; after creation
+// only Kueue's user removes it (the webhook puts it back when the team's
+// vCluster drops it, so the fence sees the gate in place then).
+func TestOnlyKueueLiftsItsGate(t *testing.T) {
+	localcp.ForTest(t)
+	ctx := poll.TestContext(t)
+	kueue := grantPods(ctx, t, "test-kueue-pods", contract.KueueDefaultUser)
+	tenantPods, kueuePods := env.tenant.CoreV1().Pods(teamNS), kueue.CoreV1().Pods(teamNS)
+	queued := tenantPod("queued").GPUs("1").Label(contract.LabelKueueQueueName, contract.KueueLocalQueueName).SchedulingGate(contract.KueueAdmissionGate).Obj()
+	if _, err := tenantPods.Create(ctx, queued, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("a queued pod as the webhook makes it was refused: %v", err)
+	}
+	deleteAtEnd(t, teamNS, "queued")
+	ungate := []byte(`{"spec":{"schedulingGates":null}}`)
+	_, err := tenantPods.Patch(ctx, "queued", types.MergePatchType, ungate, metav1.PatchOptions{})
+	refusedByFence(t, err, refusal(c.ReasonKueueGateRemoved, "spec.schedulingGates", contract.KueueAdmissionGate, "removed by "+vclusterUser(team), "limit: only Kueue lifts it")...)
+	if _, err := kueuePods.Patch(ctx, "queued", types.MergePatchType, ungate, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("Kueue lifting its gate was refused: %v", err)
+	}
+}

@@ -98,4 +98,5 @@ const (
 	ReasonQueueNotAllowed         = "QueueNotAllowed"
 	ReasonForgedMetadata          = "ForgedReservedMetadata"
 	ReasonShareGateRemoved        = "GPUShareGateRemoved"
+	ReasonKueueGateRemoved        = syncer.ReasonKueueGateRemoved
 )

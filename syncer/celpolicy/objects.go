@@ -9,6 +9,7 @@ import (
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
@@ -28,6 +29,17 @@ type Options struct {
 	// as the webhook's Options.TrustedUsers. Empty: the ParamsWriters (the
 	// manager runs the share controller).
 	TrustedUsers []string
+	// KueueUsers are the users Kueue's controller runs as: the only ones who
+	// may lift Kueue's admission gate, as the webhook's Options.KueueUsers.
+	// Empty: contract.KueueDefaultUser.
+	KueueUsers []string
+}
+
+func (o Options) kueueUsers() []string {
+	if len(o.KueueUsers) == 0 {
+		return []string{contract.KueueDefaultUser}
+	}
+	return o.KueueUsers
 }
 
 func (o Options) trustedUsers() []string {

@@ -269,7 +269,7 @@ func podFence(opts Options) *admissionv1ac.ValidatingAdmissionPolicyApplyConfigu
 				// containers are judged like the others.
 				WithResources("pods", "pods/ephemeralcontainers")))
 	vars := append(podVariables(opts.controlPlaneCreators()), teamVariables()...)
-	for _, v := range append(vars, metadataVariables(opts.trustedUsers())...) {
+	for _, v := range append(vars, metadataVariables(opts.trustedUsers(), opts.kueueUsers())...) {
 		spec.WithVariables(admissionv1ac.Variable().WithName(v.name).WithExpression(v.expr))
 	}
 	for _, c := range append(append(podChecks(), teamChecks()...), metadataChecks()...) {

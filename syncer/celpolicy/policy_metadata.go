@@ -11,8 +11,12 @@ import "github.com/gpuvc/gpuvc/manager/api/contract"
 // gpu-memory — values the fence derives too — and after CREATE only gpuvc's own
 // components (Options.TrustedUsers) change any gpuvc.dev/ key or lift the share
 // gate, except gpuvc reserve recording, once, the GPU of its own reservation pod.
+// Kueue's admission gate holds a queueing team's pods to its ceiling (the
+// ResourceQuota allows more, for the queue): only Kueue's users lift it. The
+// webhook puts it back when the team's vCluster syncer drops it with an update,
+// so such an update reaches the fence with the gate in place.
 
-func metadataVariables(trusted []string) []variable {
+func metadataVariables(trusted, kueue []string) []variable {
 	p := lit(contract.ReservedPrefix)
 	l, a := "variables.labels", "variables.annotations"
 	ol, oa := "variables.oldLabels", "variables.oldAnnotations"
@@ -53,6 +57,10 @@ func metadataVariables(trusted []string) []variable {
 			removed("annotations", oa, a)},
 		{"forgedKeys", `variables.create ? variables.createdForged : variables.changedReserved`},
 		{"oldGated", `!variables.create && oldObject.spec.?schedulingGates.orValue([]).exists(g, g.name == ` + lit(contract.GateGPUShare) + `)`},
+		{"kueue", `request.userInfo.username in ` + litList(kueue)},
+		// A pod sent to Kueue (it names a queue) and still waiting for it.
+		{"oldKueueGated", `!variables.create && ` + lit(contract.LabelKueueQueueName) + ` in variables.oldLabels && ` +
+			`oldObject.spec.?schedulingGates.orValue([]).exists(g, g.name == ` + lit(contract.KueueAdmissionGate) + `)`},
 	}
 }
 
@@ -73,6 +81,13 @@ func metadataChecks() []check {
 			message: "the scheduling gate " + contract.GateGPUShare + " is removed by gpuvc only (limit: kept until the GPU share is assigned)",
 			messageCEL: lit(prefix(ReasonShareGateRemoved)+"spec.schedulingGates: the gate "+contract.GateGPUShare+" was removed by ") + ` + request.userInfo.username + ` +
 				`" (limit: only gpuvc removes it, once the pod's GPU share is assigned); keep the gate"`,
+		},
+		{
+			reason:  ReasonKueueGateRemoved,
+			expr:    `variables.kueue || !variables.oldKueueGated || object.spec.?schedulingGates.orValue([]).exists(g, g.name == ` + lit(contract.KueueAdmissionGate) + `)`,
+			message: "the scheduling gate " + contract.KueueAdmissionGate + " is removed by Kueue only (limit: kept until Kueue admits the pod within the team's quota)",
+			messageCEL: lit(prefix(ReasonKueueGateRemoved)+"spec.schedulingGates: the gate "+contract.KueueAdmissionGate+" was removed by ") + ` + request.userInfo.username + ` +
+				`" (limit: only Kueue lifts it, when it admits the pod within the team's guarantee plus borrowing limit); keep the gate"`,
 		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -108,6 +109,10 @@ func TestQuotaError(t *testing.T) {
 	q, ok := asQuotaError(fmt.Errorf("creating: %w", quota))
 	if !ok || q.detail != "exceeded quota: gpuvc-quota, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=1, limited: requests.nvidia.com/gpu=1" {
 		t.Errorf("asQuotaError = %v, %v", q, ok)
+	}
+	full := apierrors.NewForbidden(gr, "gpuvc-gpu-x", errors.New(`admission webhook "pods.validate.gpuvc.dev" denied the request: gpuvc: QueueFull: team t's pods ... (limit: 4 = 2 ... + 2 ...)`))
+	if q, ok := asQuotaError(full); !ok || !strings.HasPrefix(q.detail, "QueueFull: team t's pods") {
+		t.Errorf("asQuotaError(queue full) = %v, %v", q, ok)
 	}
 	for _, err := range []error{
 		apierrors.NewForbidden(gr, "x", errors.New("admission webhook denied the request")),

@@ -75,17 +75,20 @@ type quotaError struct{ detail string }
 func (e *quotaError) Error() string { return e.detail }
 
 // asQuotaError recognises ResourceQuota admission's refusal ("exceeded quota:
-// <quota>, requested: ..., used: ..., limited: ...") and keeps its numbers.
+// <quota>, requested: ..., used: ..., limited: ...") and the webhook's refusal of
+// a queueing team's reservation beyond its queue depth ("QueueFull: ..."), and
+// keeps their numbers.
 func asQuotaError(err error) (*quotaError, bool) {
 	if !apierrors.IsForbidden(err) {
 		return nil, false
 	}
 	msg := err.Error()
-	i := strings.Index(msg, "exceeded quota")
-	if i < 0 {
-		return nil, false
+	for _, marker := range []string{"exceeded quota", contract.ReasonQueueFull + ":"} {
+		if i := strings.Index(msg, marker); i >= 0 {
+			return &quotaError{detail: msg[i:]}, true
+		}
 	}
-	return &quotaError{detail: msg[i:]}, true
+	return nil, false
 }
 
 // createReservation creates a planned reservation pod and returns it as

@@ -48,3 +48,27 @@ func (w *TeamWrapper) Lend(n int32) *TeamWrapper {
 
 // Weight sets the Team's fair-share weight.
 func (w *TeamWrapper) Weight(n int32) *TeamWrapper { w.queueing().Weight = &n; return w }
+
+// MaxQueued lets n whole GPUs of the Team's pods wait beyond its ceiling
+// (spec.queueing.maxQueued.gpus).
+func (w *TeamWrapper) MaxQueued(n int32) *TeamWrapper {
+	q := w.queueing()
+	if q.MaxQueued == nil {
+		q.MaxQueued = &gpuvcv1.GPUAmount{}
+	}
+	q.MaxQueued.GPUs = &n
+	return w
+}
+
+// MaxQueuedMIG lets n slices of a MIG profile wait beyond the Team's ceiling.
+func (w *TeamWrapper) MaxQueuedMIG(profile string, n int32) *TeamWrapper {
+	q := w.queueing()
+	if q.MaxQueued == nil {
+		q.MaxQueued = &gpuvcv1.GPUAmount{}
+	}
+	if q.MaxQueued.MIG == nil {
+		q.MaxQueued.MIG = map[string]int32{}
+	}
+	q.MaxQueued.MIG[profile] = n
+	return w
+}

@@ -9,6 +9,15 @@ const (
 	// KueueLocalQueueName is the LocalQueue the manager creates in a queueing
 	// team's host namespace; the team's GPU pods name it.
 	KueueLocalQueueName = "gpuvc"
+	// KueueDefaultUser is the identity of Kueue's controller as Kueue's own
+	// manifests install it (namespace kueue-system, ServiceAccount
+	// kueue-controller-manager): the only user that may lift KueueAdmissionGate
+	// from a team's pod unless the manager is told otherwise (--kueue-user).
+	KueueDefaultUser = "system:serviceaccount:kueue-system:kueue-controller-manager"
+	// ReasonQueueFull is the webhook's refusal of a queueing team's pod beyond
+	// its ceiling plus queue depth ("gpuvc: QueueFull: ..."); the share
+	// controller takes it, like ResourceQuota's, for a quota refusal.
+	ReasonQueueFull = "QueueFull"
 )
 
 // Kueue's API as gpuvc uses it: the group, the version gpuvc writes

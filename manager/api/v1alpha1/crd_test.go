@@ -90,6 +90,7 @@ var validTeams = map[string]string{
 	"idle policy at its limits":             "metadata: {name: sleepy}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 5m}, gpuPods: {after: 720h, action: Evict, maxUtilizationPercent: 100}}}",
 	"idle policy, compound duration":        "metadata: {name: sleepy2}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 1h30m0s}}}",
 	"queueing, full":                        "metadata: {name: elastic}\nspec: {pool: a100, quota: {gpus: 4, mig: {1g.10gb: 2, 3g.40gb: 0}}, queueing: {borrowingLimit: {gpus: 4, mig: {3g.40gb: 2}}, lendingLimit: {gpus: 4, mig: {1g.10gb: 1}}, weight: 3}}",
+	"queueing, queue depth":                 "metadata: {name: deep}\nspec: {pool: a100, quota: {gpus: 2, mig: {1g.10gb: 0}}, queueing: {borrowingLimit: {gpus: 2}, maxQueued: {gpus: 16, mig: {1g.10gb: 4}}}}",
 	"queueing, borrow only":                 "metadata: {name: borrower}\nspec: {pool: a100, quota: {}, queueing: {borrowingLimit: {gpus: 2}, weight: 0}}",
 	"queueing, empty":                       "metadata: {name: queued}\nspec: {pool: a100, quota: {gpus: 2}, queueing: {}}",
 }
@@ -235,6 +236,18 @@ var invalidTeams = map[string]struct {
 	"borrowing a MIG profile not in the quota": {
 		manifest: "metadata: {name: borrowmig}\nspec: {pool: a100, quota: {gpus: 1}, queueing: {borrowingLimit: {mig: {3g.40gb: 1}}}}",
 		want:     []string{"spec.queueing.borrowingLimit.mig: a MIG profile can be borrowed only if spec.quota.mig lists it"},
+	},
+	"queueing a MIG profile not in the quota": {
+		manifest: "metadata: {name: queuemig}\nspec: {pool: a100, quota: {gpus: 1}, queueing: {maxQueued: {mig: {3g.40gb: 1}}}}",
+		want:     []string{"spec.queueing.maxQueued.mig: a MIG profile can queue only if spec.quota.mig lists it"},
+	},
+	"negative queue depth": {
+		manifest: "metadata: {name: queueneg}\nspec: {pool: a100, quota: {gpus: 1}, queueing: {maxQueued: {gpus: -1}}}",
+		want:     []string{"spec.queueing.maxQueued.gpus", "greater than or equal to 0"},
+	},
+	"queue depth too high": {
+		manifest: "metadata: {name: queuehigh}\nspec: {pool: a100, quota: {gpus: 1}, queueing: {maxQueued: {gpus: 5000}}}",
+		want:     []string{"spec.queueing.maxQueued.gpus", "less than or equal to 4096"},
 	},
 	"negative borrowing": {
 		manifest: "metadata: {name: borrowneg}\nspec: {pool: a100, quota: {gpus: 1}, queueing: {borrowingLimit: {gpus: -1}}}",

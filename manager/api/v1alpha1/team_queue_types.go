@@ -5,9 +5,11 @@ package v1alpha1
 // absent one guarantees nothing), GPU pods over what is free wait in a queue
 // instead of being refused, a team may borrow what the other teams of its pool
 // leave idle up to BorrowingLimit, and takes its guarantee back by preempting
-// borrowers. The namespace's ResourceQuota becomes the burst ceiling: guarantee
-// plus borrowing limit, which holds even when Kueue is down. The teams of one
-// pool share one Kueue cohort.
+// borrowers. Kueue admits at most the ceiling (guarantee plus borrowing limit);
+// the namespace's ResourceQuota allows the ceiling plus MaxQueued, so pods beyond
+// the ceiling wait instead of being refused, and a team cannot pile up unbounded
+// pods. Only Kueue lifts a pod's admission gate, so the ceiling holds even when
+// Kueue is down. The teams of one pool share one Kueue cohort.
 type Queueing struct {
 	// BorrowingLimit bounds what the team may use beyond its guarantee, borrowed
 	// from idle guarantees of the other teams in its pool. Absent: nothing; a MIG
@@ -28,6 +30,15 @@ type Queueing struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	Weight *int32 `json:"weight,omitempty"`
+
+	// MaxQueued is how many GPUs (and MIG slices per profile) of pods may wait
+	// in the queue beyond the ceiling: the ResourceQuota allows the team's pods,
+	// running and waiting together, the ceiling (guarantee plus borrowing limit)
+	// plus this; a pod beyond is refused. Absent, or a kind it leaves out: as
+	// much as that kind's ceiling (a team may queue as much as it may run). A
+	// MIG profile must be listed in spec.quota.mig.
+	// +optional
+	MaxQueued *GPUAmount `json:"maxQueued,omitempty"`
 }
 
 // GPUAmount is a number of whole GPUs and of MIG slices per profile.
@@ -86,10 +97,10 @@ func deref(p *int32) int32 {
 	return *p
 }
 
-// CeilingQuota is what the namespace's ResourceQuota holds the team's pods to:
-// spec.quota, except that with spec.queueing the GPUs and each MIG profile are
-// the guarantee plus the borrowing limit (absent counts 0), so the ceiling holds
-// whatever Kueue does, or when it is down.
+// CeilingQuota is the most the team's pods may run with: spec.quota, except
+// that with spec.queueing the GPUs and each MIG profile are the guarantee plus
+// the borrowing limit (absent counts 0). Kueue admits no more (its nominal quota
+// and borrowing limit); it also bounds one pod (EffectiveMaxGPUsPerPod).
 func (s *TeamSpec) CeilingQuota() Quota {
 	q := s.Quota
 	if s.Queueing == nil {
@@ -102,6 +113,43 @@ func (s *TeamSpec) CeilingQuota() Quota {
 		for p, n := range s.Quota.MIG {
 			q.MIG[p] = n + s.BorrowableMIG(p)
 		}
+	}
+	return q
+}
+
+// MaxQueuedGPUs is the whole GPUs of pods that may wait beyond the ceiling:
+// spec.queueing.maxQueued.gpus, else the ceiling's GPUs.
+func (s *TeamSpec) MaxQueuedGPUs() int32 {
+	if q := s.Queueing; q != nil && q.MaxQueued != nil && q.MaxQueued.GPUs != nil {
+		return *q.MaxQueued.GPUs
+	}
+	return s.GuaranteedGPUs() + s.BorrowableGPUs()
+}
+
+// MaxQueuedMIG is the slices of a MIG profile that may wait beyond the ceiling:
+// spec.queueing.maxQueued.mig[profile], else the profile's ceiling.
+func (s *TeamSpec) MaxQueuedMIG(profile string) int32 {
+	if q := s.Queueing; q != nil && q.MaxQueued != nil {
+		if n, ok := q.MaxQueued.MIG[profile]; ok {
+			return n
+		}
+	}
+	return s.Quota.MIG[profile] + s.BorrowableMIG(profile)
+}
+
+// HostQuota is what the namespace's ResourceQuota holds the team's pods to,
+// running and waiting together: spec.quota, except that with spec.queueing the
+// GPUs and each MIG profile are the ceiling plus what may wait beyond it. The
+// ceiling itself is Kueue's to hold (only Kueue lifts a pod's admission gate).
+func (s *TeamSpec) HostQuota() Quota {
+	q := s.CeilingQuota()
+	if s.Queueing == nil {
+		return q
+	}
+	gpus := *q.GPUs + s.MaxQueuedGPUs()
+	q.GPUs = &gpus
+	for p, n := range q.MIG {
+		q.MIG[p] = n + s.MaxQueuedMIG(p)
 	}
 	return q
 }

@@ -28,6 +28,15 @@ func validateQueueing(p *field.Path, s TeamSpec) field.ErrorList {
 			}
 		}
 	}
+	if m := q.MaxQueued; m != nil {
+		mp := p.Child("maxQueued")
+		errs = append(errs, validateGPUAmount(mp, *m)...)
+		for _, name := range slices.Sorted(maps.Keys(m.MIG)) {
+			if _, ok := s.Quota.MIG[name]; !ok {
+				errs = append(errs, field.Invalid(mp.Child("mig").Key(name), name, "a MIG profile can queue only if spec.quota.mig lists it (a guarantee of 0 is fine); add the profile there or remove it here"))
+			}
+		}
+	}
 	if l := q.LendingLimit; l != nil {
 		lp := p.Child("lendingLimit")
 		errs = append(errs, validateGPUAmount(lp, *l)...)

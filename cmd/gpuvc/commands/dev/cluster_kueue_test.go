@@ -1,6 +1,7 @@
 package dev_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -8,11 +9,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/kind/localkueue"
 	"github.com/gpuvc/gpuvc/kind/localstack"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // TestDevClusterUpWithKueue: `up --kueue` runs the prebuilt Kueue beside the
@@ -34,6 +38,12 @@ func TestDevClusterUpWithKueue(t *testing.T) {
 	require.NoError(t, err)
 	_, err = kubernetes.NewForConfigOrDie(cfg).Discovery().ServerResourcesForGroupVersion("kueue.x-k8s.io/v1beta2")
 	require.NoError(t, err, "Kueue's API")
+	// Kueue runs as its own ServiceAccount, the user gpuvc's webhook lets lift
+	// its admission gate (the manager's default --kueue-user).
+	_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().ServiceAccounts(localkueue.DefaultNamespace).Get(context.Background(), localkueue.ServiceAccount, metav1.GetOptions{})
+	require.NoError(t, err, "Kueue's ServiceAccount")
+	require.Equal(t, contract.KueueDefaultUser, localkueue.User(localkueue.DefaultNamespace))
+	require.FileExists(t, filepath.Join(localstack.KueueDir(dir), "kueue.kubeconfig"))
 
 	out, errOut, code = run("install", "--kubeconfig", kubeconfig, "--kueue=require", "--set", "certManager.enabled=false")
 	require.Equal(t, 0, code, errOut)

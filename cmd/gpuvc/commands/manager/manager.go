@@ -18,6 +18,7 @@ import (
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	gpuvcmanager "github.com/gpuvc/gpuvc/manager"
 	"github.com/gpuvc/gpuvc/manager/accounting"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/idle"
 	"github.com/gpuvc/gpuvc/manager/team"
@@ -39,6 +40,7 @@ type flags struct {
 	controlPlanePool        string
 	systemPool              string
 	reserveImage            string
+	kueueUsers              []string
 	ephemeral               bool
 	syncRealNodes           bool
 	installCRDs             bool
@@ -86,6 +88,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringVar(&f.controlPlanePool, "control-plane-pool", "", "node pool of vCluster control planes (default: any untainted node)")
 	fs.StringVar(&f.systemPool, "system-pool", "system", "node pool the webhook pins vCluster control-plane pods to")
 	fs.StringVar(&f.reserveImage, "reserve-image", "ghcr.io/gpuvc/gpuvc:latest", `image of fractional-GPU reservation pods (gpuvc reserve); "" turns fractional sharing off`)
+	fs.StringSliceVar(&f.kueueUsers, "kueue-user", []string{contract.KueueDefaultUser}, "the user(s) Kueue's controller runs as (comma-separated or repeated): the only ones the webhook lets lift Kueue's admission gate from a queueing team's pod, which holds the team to its guarantee plus borrowing limit; set it when Kueue runs under another namespace or service account")
 	fs.BoolVar(&f.ephemeral, "ephemeral-vclusters", false, "keep vCluster datastores in emptyDir (no storage provisioner; data lost on restart)")
 	fs.BoolVar(&f.syncRealNodes, "sync-real-nodes", false, "show teams their pool's real nodes; costs isolation: every team's vCluster can then read all pods of the host")
 	fs.BoolVar(&f.installCRDs, "install-crds", false, "create or update the Team CRD at start")
@@ -156,6 +159,7 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 		WebhookPort: f.webhookPort, WebhookCertDir: f.webhookCertDir, WebhookCertSecret: certSecret,
 		SystemPool:   f.systemPool,
 		ReserveImage: f.reserveImage,
+		KueueUsers:   f.kueueUsers,
 		Accounting:   f.accounting,
 		Idle:         f.idle,
 		AgentMetrics: f.agentMetrics,
