@@ -157,6 +157,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("finding the reserved GPU: %w", err)
 	}
+	logr.FromContextOrDiscard(ctx).Info("recording the reserved GPU on the pod", "pod", o.Namespace+"/"+o.Name, "uuid", uuid)
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if o.ReachTimeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, o.ReachTimeout)
