@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
@@ -94,17 +95,22 @@ func (c *churn) step(ctx context.Context) (bool, error) {
 }
 
 func (c *churn) retry(ctx context.Context, op func(context.Context) error) error {
-	var last error
+	var last error // the last not caused by the deadline (poll.EndedBy)
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if last = op(ctx); last != nil {
-			c.refused++
+		err := op(ctx)
+		if err == nil {
+			return true, nil
 		}
-		return last == nil, nil
+		c.refused++
+		if !poll.EndedBy(ctx, err) {
+			last = err
+		}
+		return false, nil
 	})
-	if err != nil {
+	if err != nil && last != nil {
 		return fmt.Errorf("%w (last error: %w)", err, last)
 	}
-	return nil
+	return err
 }
 
 // TestChurnUnderFaults: teams are created, fractional pods churn across them

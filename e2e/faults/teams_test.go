@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
@@ -64,7 +65,7 @@ func waitProvisioned(ctx context.Context, t *testing.T, names []string, timeout 
 		for _, n := range names {
 			tm, err := env.teams.Get(ctx, n)
 			switch {
-			case ctx.Err() != nil:
+			case poll.EndedBy(ctx, err): // keep the last complete look
 				return false, nil
 			case err != nil:
 				now = append(now, fmt.Sprintf("%s: %v", n, err))
@@ -106,7 +107,7 @@ func deleteTeams(ctx context.Context, t *testing.T, names []string, timeout time
 		for _, n := range names {
 			tm, err := env.teams.Get(ctx, n)
 			switch {
-			case ctx.Err() != nil:
+			case poll.EndedBy(ctx, err): // keep the last complete look
 				return false, nil
 			case errors.Is(err, teamctl.ErrNotFound):
 			case err != nil:
@@ -183,10 +184,13 @@ func leftovers(ctx context.Context, t *testing.T, names []string) []string {
 // retry runs op until it succeeds, for at most a minute: requests fail while
 // the API server restarts.
 func retry(ctx context.Context, op func(context.Context) error) error {
-	var last error
+	var last error // the last not caused by the deadline (poll.EndedBy)
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		last = op(ctx)
-		return last == nil, nil
+		err := op(ctx)
+		if err != nil && !poll.EndedBy(ctx, err) {
+			last = err
+		}
+		return err == nil, nil
 	})
 	if err != nil && last != nil {
 		return fmt.Errorf("%w (last error: %w)", err, last)

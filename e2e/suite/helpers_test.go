@@ -11,21 +11,22 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 )
 
-// eventually polls cond until it holds, failing with the last reason it gave.
+// eventually polls cond for up to 2 minutes until it holds, failing with the
+// last reason it gave that was not caused by the poll's deadline (a request cut
+// by it, the client's rate limiter refusing to wait past it: poll.EndedBy), and
+// the deadline's error apart.
 func eventually(ctx context.Context, t *testing.T, what string, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	poll.UntilSeenEvery(ctx, t, 200*time.Millisecond, 2*time.Minute, what+" never happened", func(ctx context.Context) (bool, string, error) {
 		ok, why := cond(ctx)
-		last = why
-		return ok, nil
+		return ok, why, nil
 	})
-	require.NoError(t, err, "%s never happened; last: %s", what, last)
 }
 
 // teamClient is a client of a team's own virtual cluster.

@@ -93,18 +93,19 @@ func (tm Team) Clean(tb testing.TB) {
 	}
 	// The controller, not the harness, removes reservations: this checks that
 	// it does.
-	var left []string
+	var left []string // of the last complete look
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		left = nil
+		var now []string
 		for _, sel := range []string{contract.LabelGPUShare + "=true", contract.LabelRole + "=" + contract.RoleReservation} {
 			l, err := tm.Client.CoreV1().Pods(tm.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 			if err != nil {
 				return false, nil
 			}
 			for _, p := range l.Items {
-				left = append(left, p.Name)
+				now = append(now, p.Name)
 			}
 		}
+		left = now
 		return len(left) == 0, nil
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
@@ -104,9 +105,12 @@ func (s *WebhookSwitch) probe(ctx context.Context) (*corev1.Pod, error) {
 
 // await polls dry-run creations until the webhook is (on) or is not called.
 func (s *WebhookSwitch) await(ctx context.Context, on bool) error {
-	var last error
+	var last error // the last probe error not caused by the deadline (poll.EndedBy)
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := s.probe(ctx)
+		if err != nil && poll.EndedBy(ctx, err) {
+			return false, nil
+		}
 		last = err
 		return (err == nil && pinned(p)) == on, nil
 	})

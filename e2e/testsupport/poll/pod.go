@@ -25,8 +25,8 @@ func Pod(ctx context.Context, t testing.TB, c kubernetes.Interface, ns, name str
 	var pod *corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, Interval, PodTimeout, true, func(ctx context.Context) (bool, error) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
+		if apierrors.IsNotFound(err) || EndedBy(ctx, err) {
+			return false, nil // not created yet, or the deadline: the wait's error says so
 		}
 		if err != nil {
 			return false, err

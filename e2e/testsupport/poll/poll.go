@@ -14,10 +14,18 @@ import (
 const Interval = 100 * time.Millisecond
 
 // Until polls cond until it holds, for at most timeout; an error from cond, or
-// the deadline, fails t naming what it waited for.
+// the deadline, fails t naming what it waited for. An error caused by the
+// poll's context ending (EndedBy) is the deadline, not cond's failure.
 func Until(ctx context.Context, t testing.TB, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(ctx, Interval, timeout, true, cond); err != nil {
+	err := wait.PollUntilContextTimeout(ctx, Interval, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil && EndedBy(ctx, err) {
+			return false, nil
+		}
+		return ok, err
+	})
+	if err != nil {
 		t.Fatalf("gave up waiting (%v) for: %s", err, what)
 	}
 }
@@ -27,16 +35,30 @@ func Until(ctx context.Context, t testing.TB, timeout time.Duration, what string
 // deadline fails t with the last sight.
 func UntilSeen(ctx context.Context, t testing.TB, timeout time.Duration, what string, cond func(context.Context) (bool, string, error)) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, Interval, timeout, true, func(ctx context.Context) (bool, error) {
+	UntilSeenEvery(ctx, t, Interval, timeout, what, cond)
+}
+
+// UntilSeenEvery is UntilSeen looking every interval. The last sight it fails
+// with is the last one not caused by the poll's context ending (EndedBy: the
+// deadline cutting a request, or the client's rate limiter refusing to wait past
+// it); the context's error is said apart.
+func UntilSeenEvery(ctx context.Context, t testing.TB, interval, timeout time.Duration, what string, cond func(context.Context) (bool, string, error)) {
+	t.Helper()
+	last := "nothing: every look ended with the context"
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, seen, err := cond(ctx)
-		last = seen
-		if err != nil {
-			last = err.Error()
+		if ok {
+			return true, nil
 		}
-		return ok, nil
+		if err != nil {
+			seen = err.Error()
+		}
+		if !EndedBy(ctx, err) && !SightEndedBy(ctx, seen) {
+			last = seen
+		}
+		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("gave up waiting (%v) for: %s; last seen: %s", err, what, last)
+		t.Fatalf("gave up waiting after %v (%v) for: %s; last seen: %s", timeout, err, what, last)
 	}
 }
