@@ -63,7 +63,8 @@ func running(p *corev1.Pod) bool   { return p.Status.Phase == corev1.PodRunning 
 func succeeded(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded }
 
 // logs reads a virtual pod's logs through the team's own API server (vCluster
-// proxies them from the host kubelet).
+// proxies them from the host kubelet), once there are any: a running pod's
+// process may not have written its first line yet.
 func logs(ctx context.Context, t *testing.T, vc kubernetes.Interface, name string) string {
 	t.Helper()
 	var text string
@@ -73,7 +74,7 @@ func logs(ctx context.Context, t *testing.T, vc kubernetes.Interface, name strin
 			return false, err.Error()
 		}
 		text = string(b)
-		return true, ""
+		return text != "", "no log line yet"
 	})
 	return text
 }
@@ -230,9 +231,14 @@ func TestMappedMIGProfileOnTheRealNode(t *testing.T) {
 		}
 		return running(p) && p.Spec.NodeName == realNodeName, fmt.Sprintf("phase %s on %q", p.Status.Phase, p.Spec.NodeName)
 	})
-	b, err := backend.Client().CoreV1().Pods(host.Namespace).GetLogs(host.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-	require.NoError(t, err)
-	require.Contains(t, string(b), "NVIDIA_VISIBLE_DEVICES=MIG-sim-")
+	// Running means the process started, not that its first line is logged yet.
+	eventually(ctx, t, "the mapped pod logging the MIG device it got", func(ctx context.Context) (bool, string) {
+		b, err := backend.Client().CoreV1().Pods(host.Namespace).GetLogs(host.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(string(b), "NVIDIA_VISIBLE_DEVICES=MIG-sim-"), fmt.Sprintf("log %q", b)
+	})
 	reasons := func(ctx context.Context) (map[string]string, error) {
 		events, err := vc.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=nvl"})
 		if err != nil {
