@@ -183,7 +183,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		return nil, err
 	}
 	// ... and why one Kueue never took waits forever.
-	if err := queued.NewNotQueued(mgr.GetClient(), mgr.GetEventRecorder("gpuvc-queue"), queued.WithGrace(opts.NotQueuedAfter)).SetupWithManager(mgr, isTeamNamespace); err != nil {
+	notQueued := queued.NewNotQueued(mgr.GetClient(), mgr.GetEventRecorder("gpuvc-queue"), queued.WithGrace(opts.NotQueuedAfter))
+	if err := notQueued.SetupWithManager(mgr, isTeamNamespace); err != nil {
+		return nil, err
+	}
+	if err := metrics.Registry.Register(notQueued); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 		return nil, err
 	}
 	if opts.HealthAddr != "0" && opts.HealthAddr != "" {

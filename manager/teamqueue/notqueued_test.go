@@ -2,12 +2,14 @@ package teamqueue_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
@@ -49,6 +51,39 @@ func TestPodKueueNeverTookIsToldWhy(t *testing.T) {
 	// taken-1 was created before untaken-0, so its grace period is over too.
 	noPodEvent(ctx, t, ns, "taken-1", queued.ReasonNotQueued)
 	noPodEvent(ctx, t, ns, "taken-0", queued.ReasonNotQueued)
+
+	// The manager (in this process) counts it, until the pod is deleted.
+	notQueuedPods(ctx, t, "untaken", 1)
+	if err := host.Client.CoreV1().Pods(ns).Delete(ctx, "untaken-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	notQueuedPods(ctx, t, "untaken", 0)
+}
+
+// notQueuedPods waits until the manager's gpuvc_team_not_queued_pods of team
+// is want (0: no series).
+func notQueuedPods(ctx context.Context, t *testing.T, team string, want float64) {
+	t.Helper()
+	poll.UntilSeen(ctx, t, time.Minute, fmt.Sprintf("gpuvc_team_not_queued_pods{team=%q} %v", team, want), func(context.Context) (bool, string, error) {
+		families, err := metrics.Registry.Gather()
+		if err != nil {
+			return false, "", err
+		}
+		got := 0.0
+		for _, f := range families {
+			if f.GetName() != "gpuvc_team_not_queued_pods" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "team" && l.GetValue() == team {
+						got = m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		return got == want, fmt.Sprint(got), nil
+	})
 }
 
 // kueueSkipsNamespace leaves ns out of Kueue's pod webhooks until the test

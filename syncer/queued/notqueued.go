@@ -42,10 +42,16 @@ type NotQueued struct {
 	clock    clock.PassiveClock
 	// kueue: Kueue's Workload API was served when the controller started.
 	kueue bool
-	// told holds the pods told (by UID, which a pod of the same name created
-	// again does not share): one event per pod.
+	// told holds the pods told that still wait, by UID (which a pod of the same
+	// name created again does not share), with their team: one event per pod,
+	// and the metric.
 	mu   sync.Mutex
-	told map[types.NamespacedName]types.UID
+	told map[types.NamespacedName]toldPod
+}
+
+type toldPod struct {
+	uid  types.UID
+	team string
 }
 
 // NotQueuedOption configures NotQueued.
@@ -68,7 +74,7 @@ func WithClock(c clock.PassiveClock) NotQueuedOption {
 
 // NewNotQueued returns the controller.
 func NewNotQueued(c client.Client, recorder events.EventRecorder, opts ...NotQueuedOption) *NotQueued {
-	n := &NotQueued{client: c, recorder: recorder, grace: DefaultNotQueuedAfter, clock: clock.RealClock{}, told: map[types.NamespacedName]types.UID{}}
+	n := &NotQueued{client: c, recorder: recorder, grace: DefaultNotQueuedAfter, clock: clock.RealClock{}, told: map[types.NamespacedName]toldPod{}}
 	for _, o := range opts {
 		o(n)
 	}
@@ -96,21 +102,30 @@ func (n *NotQueued) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		n.forget(req.NamespacedName)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !waitsForKueue(pod) || n.wasTold(req.NamespacedName, pod.UID) {
+	if !waitsForKueue(pod) {
+		n.forget(req.NamespacedName)
+		return reconcile.Result{}, nil
+	}
+	if n.wasTold(req.NamespacedName, pod.UID) {
+		// Kueue may take it yet (restarted, its configuration fixed): then it
+		// no longer counts as not queued.
+		if has, err := n.hasWorkload(ctx, pod); err != nil || has {
+			if has {
+				n.forget(req.NamespacedName)
+			}
+			return reconcile.Result{}, err
+		}
 		return reconcile.Result{}, nil
 	}
 	if left := n.grace - n.clock.Since(pod.CreationTimestamp.Time); left > 0 {
 		return reconcile.Result{RequeueAfter: left}, nil
 	}
-	if n.kueue {
-		has, err := n.hasWorkload(ctx, pod)
-		if err != nil || has {
-			return reconcile.Result{}, err
-		}
+	if has, err := n.hasWorkload(ctx, pod); err != nil || has {
+		return reconcile.Result{}, err
 	}
 	n.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonNotQueued, "Queue", "%s", notQueuedMessage(pod.Namespace, n.grace, n.kueue))
 	n.mu.Lock()
-	n.told[req.NamespacedName] = pod.UID
+	n.told[req.NamespacedName] = toldPod{uid: pod.UID, team: n.teamOf(ctx, pod.Namespace)}
 	n.mu.Unlock()
 	return reconcile.Result{}, nil
 }
@@ -126,8 +141,12 @@ func waitsForKueue(pod *corev1.Pod) bool {
 	})
 }
 
-// hasWorkload: a Workload of the pod's namespace is owned by the pod.
+// hasWorkload: a Workload of the pod's namespace is owned by the pod (false
+// without Kueue's API).
 func (n *NotQueued) hasWorkload(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	if !n.kueue {
+		return false, nil
+	}
 	wls := &unstructured.UnstructuredList{}
 	wls.SetGroupVersionKind(WorkloadKind.GroupVersion().WithKind("WorkloadList"))
 	if err := n.client.List(ctx, wls, client.InNamespace(pod.Namespace)); err != nil {
@@ -146,7 +165,16 @@ func (n *NotQueued) hasWorkload(ctx context.Context, pod *corev1.Pod) (bool, err
 func (n *NotQueued) wasTold(key types.NamespacedName, uid types.UID) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.told[key] == uid
+	return n.told[key].uid == uid
+}
+
+// teamOf names the team of a host namespace (its label), else the namespace.
+func (n *NotQueued) teamOf(ctx context.Context, namespace string) string {
+	ns := &corev1.Namespace{}
+	if n.client.Get(ctx, types.NamespacedName{Name: namespace}, ns) == nil && ns.Labels[contract.LabelTeam] != "" {
+		return ns.Labels[contract.LabelTeam]
+	}
+	return namespace
 }
 
 func (n *NotQueued) forget(key types.NamespacedName) {
