@@ -124,8 +124,9 @@ func (n *NotQueued) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		return reconcile.Result{}, err
 	}
 	n.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonNotQueued, "Queue", "%s", notQueuedMessage(pod.Namespace, n.grace, n.kueue))
+	told := toldPod{uid: pod.UID, team: n.teamOf(ctx, pod.Namespace)}
 	n.mu.Lock()
-	n.told[req.NamespacedName] = toldPod{uid: pod.UID, team: n.teamOf(ctx, pod.Namespace)}
+	n.told[req.NamespacedName] = told
 	n.mu.Unlock()
 	return reconcile.Result{}, nil
 }
