@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -70,7 +71,11 @@ type Options struct {
 	// may lift Kueue's admission gate (syncer.Options.KueueUsers); nil: Kueue's
 	// own service account, contract.KueueDefaultUser.
 	KueueUsers []string
-	Team       team.Options
+	// NotQueuedAfter is how long a pod gpuvc sent to Kueue may go without a
+	// Kueue Workload before it gets the Warning event NotQueued (syncer/queued);
+	// 0: queued.DefaultNotQueuedAfter.
+	NotQueuedAfter time.Duration
+	Team           team.Options
 	// Accounting paces the GPU-time accounting (manager/accounting).
 	Accounting accounting.Options
 	// Idle paces the idle policy (manager/idle) and says where its waker answers.
@@ -175,6 +180,14 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	// Why a queueing team's pod waits, on the pod (if Kueue is installed).
 	isTeamNamespace := func(ns string) bool { return strings.HasPrefix(ns, gpuvcv1.HostNamespace("")) }
 	if _, err := queued.New(mgr.GetClient(), mgr.GetEventRecorder("gpuvc-queue")).SetupWithManager(mgr, isTeamNamespace); err != nil {
+		return nil, err
+	}
+	// ... and why one Kueue never took waits forever.
+	notQueued := queued.NewNotQueued(mgr.GetClient(), mgr.GetEventRecorder("gpuvc-queue"), queued.WithGrace(opts.NotQueuedAfter))
+	if err := notQueued.SetupWithManager(mgr, isTeamNamespace); err != nil {
+		return nil, err
+	}
+	if err := metrics.Registry.Register(notQueued); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 		return nil, err
 	}
 	if opts.HealthAddr != "0" && opts.HealthAddr != "" {

@@ -37,6 +37,8 @@ type Options struct {
 	// --agent-namespace` set them (a test may set Idle.Clock).
 	Idle         idle.Options
 	AgentMetrics manager.AgentMetrics
+	// NotQueuedAfter is manager.Options.NotQueuedAfter (0: the default).
+	NotQueuedAfter time.Duration
 }
 
 // Start installs the CRDs on cp and runs the manager until Stop. Team options not
@@ -87,6 +89,8 @@ func StartWith(ctx context.Context, cp *localcluster.ControlPlane, o Options) (*
 		Accounting:   o.Accounting,
 		Idle:         o.Idle,
 		AgentMetrics: o.AgentMetrics,
+		// NotQueuedAfter: 0 keeps the product's default.
+		NotQueuedAfter: o.NotQueuedAfter,
 		// A test may stop the manager and start another in the same process.
 		SkipNameValidation: true,
 	})

@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
@@ -29,22 +30,42 @@ const utilPoolGPUs = 8
 // BENCH_SCALE=full). Both modes run in the same process one after the other on
 // pools of their own: "borrow" (each team may borrow the other's idle
 // guarantee, borrowingLimit 4) and its baseline "noborrow" (borrowingLimit
-// absent: 0). A job whose pod the ResourceQuota refuses (the ceiling counts
-// queued pods too) is resubmitted when quota frees, as a Job controller
-// would; one evicted by Kueue (its guarantee reclaimed) is resubmitted and
-// restarts from scratch.
+// absent: 0). Each job's pod is created when the job arrives; one the team's
+// ResourceQuota or gpuvc's QueueFull refuses (beyond ceiling + queue depth)
+// is resubmitted when quota frees, as a Job controller would; one evicted by
+// Kueue (its guarantee reclaimed) is resubmitted and restarts from scratch.
+//
+// Two queue depths, as sub-benchmarks:
+//   - "queue=default": spec.queueing.maxQueued absent (as deep as the
+//     ceiling), as a team gets it: jobs beyond the ceiling wait in Kueue;
+//   - "queue=0": maxQueued 0, the ResourceQuota at the ceiling, so the
+//     driver holds the backlog and resubmits refused jobs (how gpuvc
+//     behaved before the queue depth existed).
 func BenchmarkPoolUtilization(b *testing.B) {
+	for _, depth := range []struct {
+		name      string
+		maxQueued *int32
+	}{{"queue=default", nil}, {"queue=0", ptr.To[int32](0)}} {
+		b.Run(depth.name, func(b *testing.B) { benchPoolUtilization(b, depth.maxQueued) })
+	}
+}
+
+func benchPoolUtilization(b *testing.B, maxQueued *int32) {
 	ctx := benchContext(b)
 	window := 40 * time.Second
 	if os.Getenv("BENCH_SCALE") == "full" {
 		window = 120 * time.Second
 	}
 	jobs := mixedLoad(1, utilPoolGPUs, window)
+	prefix := "d"
+	if maxQueued != nil {
+		prefix = fmt.Sprintf("q%d", *maxQueued)
+	}
 	var borrow, noborrow loadResult
 	b.ResetTimer()
 	for i := range b.N {
-		noborrow = runMixedLoad(ctx, b, fmt.Sprintf("nb%d", i), false, jobs, window)
-		borrow = runMixedLoad(ctx, b, fmt.Sprintf("bw%d", i), true, jobs, window)
+		noborrow = runMixedLoad(ctx, b, fmt.Sprintf("%snb%d", prefix, i), false, maxQueued, jobs, window)
+		borrow = runMixedLoad(ctx, b, fmt.Sprintf("%sbw%d", prefix, i), true, maxQueued, jobs, window)
 	}
 	b.StopTimer()
 	b.ReportMetric(borrow.utilization(window), "util-borrow")
@@ -53,6 +74,8 @@ func BenchmarkPoolUtilization(b *testing.B) {
 	b.ReportMetric(float64(borrow.completed), "jobs-done-borrow")
 	b.ReportMetric(float64(noborrow.completed), "jobs-done-noborrow")
 	b.ReportMetric(float64(borrow.evicted), "evicted-borrow")
+	b.ReportMetric(float64(borrow.refusedJobs), "refused-jobs-borrow")
+	b.ReportMetric(float64(noborrow.refusedJobs), "refused-jobs-noborrow")
 	b.ReportMetric(borrow.lostGPUSeconds/(utilPoolGPUs*window.Seconds()), "lost-borrow")
 	b.ReportMetric(float64(len(jobs)), "jobs")
 }
@@ -63,6 +86,9 @@ type loadResult struct {
 	// pods that Kueue then evicted (their work is lost).
 	gpuSeconds, lostGPUSeconds float64
 	completed, evicted         int
+	// refusedJobs counts jobs whose pod was refused at least once (beyond
+	// ceiling + queue depth) and resubmitted by the driver.
+	refusedJobs int
 }
 
 func (r loadResult) utilization(window time.Duration) float64 {
@@ -78,18 +104,19 @@ type attempt struct {
 }
 
 // runMixedLoad creates a pool and the two teams of mode name (borrowingLimit 4
-// each with borrow, none without), drives jobs for window, and removes them.
-func runMixedLoad(ctx context.Context, b *testing.B, name string, borrow bool, jobs []job, window time.Duration) loadResult {
+// each with borrow, none without; queue depth maxQueued, nil: the default),
+// drives jobs for window, and removes them.
+func runMixedLoad(ctx context.Context, b *testing.B, name string, borrow bool, maxQueued *int32, jobs []job, window time.Duration) loadResult {
 	b.Helper()
 	pool := "util-" + name
 	gpuPool(ctx, b, pool, utilPoolGPUs)
 	teams := map[string]string{roleSteady: name + "-steady", roleBursty: name + "-bursty"}
 	clocks := map[string]*podClock{}
 	for _, role := range []string{roleSteady, roleBursty} {
-		// Queue depth 0: the driver keeps the backlog and resubmits refused
-		// jobs as quota frees (how the figures in docs/queueing.md were
-		// measured), so borrowing alone differs between the two runs.
-		tm := testobj.Team(teams[role], pool).GPUs(utilPoolGPUs / 2).Queued().MaxQueued(0)
+		tm := testobj.Team(teams[role], pool).GPUs(utilPoolGPUs / 2).Queued()
+		if maxQueued != nil {
+			tm = tm.MaxQueued(*maxQueued)
+		}
 		if borrow {
 			tm = tm.Borrow(utilPoolGPUs / 2)
 		}
@@ -102,6 +129,7 @@ func runMixedLoad(ctx context.Context, b *testing.B, name string, borrow bool, j
 	var live []*attempt
 	pending := map[string][]int{}
 	tries := make([]int, len(jobs))
+	refused := make([]bool, len(jobs))
 	next := 0
 	t0 := time.Now()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -115,7 +143,11 @@ func runMixedLoad(ctx context.Context, b *testing.B, name string, borrow bool, j
 				j := queue[0]
 				a := &attempt{job: j, role: role, pod: fmt.Sprintf("j%d-%d", j, tries[j])}
 				if !submit(ctx, b, teams[role], a.pod) {
-					break // over the ResourceQuota ceiling: retried when quota frees
+					if !refused[j] {
+						refused[j] = true
+						res.refusedJobs++
+					}
+					break // beyond ceiling + queue depth: retried when quota frees
 				}
 				tries[j]++
 				live = append(live, a)

@@ -14,7 +14,6 @@ import (
 	"github.com/gpuvc/gpuvc/kind/localkueue"
 	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	"github.com/gpuvc/gpuvc/manager/managertest"
-	"github.com/gpuvc/gpuvc/manager/team"
 )
 
 var (
@@ -35,7 +34,7 @@ func TestMain(m *testing.M) {
 			return nil, err
 		}
 		kueue = k
-		mgr, err := managertest.Start(ctx, cp, team.Options{})
+		mgr, err := managertest.StartWith(ctx, cp, managertest.Options{NotQueuedAfter: notQueuedAfter})
 		if err != nil {
 			_ = k.Stop()
 			return nil, err
@@ -53,6 +52,11 @@ func TestMain(m *testing.M) {
 		return stop, nil
 	}))
 }
+
+// notQueuedAfter is the manager's grace period before it tells a pod Kueue
+// never took (NotQueued): long enough for Kueue to make a Workload on a loaded
+// machine, short enough for a test.
+const notQueuedAfter = 15 * time.Second
 
 func integration(t *testing.T) context.Context {
 	t.Helper()

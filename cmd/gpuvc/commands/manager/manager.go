@@ -22,6 +22,7 @@ import (
 	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/idle"
 	"github.com/gpuvc/gpuvc/manager/team"
+	"github.com/gpuvc/gpuvc/syncer/queued"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
 
@@ -41,6 +42,7 @@ type flags struct {
 	systemPool              string
 	reserveImage            string
 	kueueUsers              []string
+	notQueuedAfter          time.Duration
 	ephemeral               bool
 	syncRealNodes           bool
 	installCRDs             bool
@@ -93,6 +95,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.BoolVar(&f.syncRealNodes, "sync-real-nodes", false, "show teams their pool's real nodes; costs isolation: every team's vCluster can then read all pods of the host")
 	fs.BoolVar(&f.installCRDs, "install-crds", false, "create or update the Team CRD at start")
 	fs.BoolVar(&f.devLogs, "dev-logs", false, "human-readable development logs")
+	fs.DurationVar(&f.notQueuedAfter, "not-queued-after", queued.DefaultNotQueuedAfter, "how long a pod the webhook sent to Kueue may go without a Kueue Workload before it gets the Warning event NotQueued (is Kueue running, does its pod integration take the team's namespace?) and counts in gpuvc_team_not_queued_pods")
 	fs.DurationVar(&f.accounting.Interval, "accounting-interval", time.Minute, "how often GPU time is sampled and checkpointed; a pod's start and stop are each counted to within it")
 	fs.DurationVar(&f.accounting.StatusInterval, "accounting-status-interval", 5*time.Minute, "how often a Team's status.gpuSeconds is written")
 	fs.DurationVar(&f.accounting.Retention, "accounting-retention", 7*24*time.Hour, "how long hourly GPU-time buckets (gpuvc team usage --since) are kept")
@@ -157,12 +160,13 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 		MetricsAddr: f.metricsAddr, HealthAddr: f.healthAddr,
 		LeaderElection: f.leaderElect, LeaderElectionNS: f.leaderElectionNS,
 		WebhookPort: f.webhookPort, WebhookCertDir: f.webhookCertDir, WebhookCertSecret: certSecret,
-		SystemPool:   f.systemPool,
-		ReserveImage: f.reserveImage,
-		KueueUsers:   f.kueueUsers,
-		Accounting:   f.accounting,
-		Idle:         f.idle,
-		AgentMetrics: f.agentMetrics,
+		SystemPool:     f.systemPool,
+		ReserveImage:   f.reserveImage,
+		KueueUsers:     f.kueueUsers,
+		NotQueuedAfter: f.notQueuedAfter,
+		Accounting:     f.accounting,
+		Idle:           f.idle,
+		AgentMetrics:   f.agentMetrics,
 		Team: team.Options{
 			Chart:                chart,
 			ServerURL:            serverURL,
