@@ -22,7 +22,7 @@ var managerFlags = []string{
 	"--vcluster-chart-repo", "--vcluster-chart-version", "--vcluster-chart-dir",
 	"--team-server-url", "--control-plane-pool", "--system-pool", "--reserve-image", "--team-workers",
 	"--ephemeral-vclusters", "--sync-real-nodes", "--webhook-cert-secret", "--vcluster-values",
-	"--agent-metrics-port", "--kueue-user",
+	"--agent-metrics-port", "--kueue-user", "--not-queued-after",
 }
 
 const defaultImage = "ghcr.io/gpuvc/gpuvc:0.1.0"
@@ -81,6 +81,7 @@ func TestManagerArgs(t *testing.T) {
 			"--control-plane-pool=system",
 			"--system-pool=system",
 			"--kueue-user=system:serviceaccount:kueue:kueue,admin:kueue",
+			"--not-queued-after=2m",
 			"--reserve-image=" + defaultImage,
 			"--agent-metrics-port=9500",
 		})},

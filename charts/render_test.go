@@ -175,6 +175,7 @@ manager:
   controlPlanePool: system
   systemPool: system
   kueueUsers: ["system:serviceaccount:kueue:kueue", "admin:kueue"]
+  notQueuedAfter: 2m
   priorityClassName: platform-critical
   nodeSelector: {gpuvc.dev/pool: system}
   tolerations: [{key: dedicated, operator: Equal, value: platform, effect: NoSchedule}]
