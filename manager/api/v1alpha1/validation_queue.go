@@ -22,20 +22,12 @@ func validateQueueing(p *field.Path, s TeamSpec) field.ErrorList {
 	if b := q.BorrowingLimit; b != nil {
 		bp := p.Child("borrowingLimit")
 		errs = append(errs, validateGPUAmount(bp, *b)...)
-		for _, name := range slices.Sorted(maps.Keys(b.MIG)) {
-			if _, ok := s.Quota.MIG[name]; !ok {
-				errs = append(errs, field.Invalid(bp.Child("mig").Key(name), name, "a MIG profile can be borrowed only if spec.quota.mig lists it (a guarantee of 0 is fine); add the profile there"))
-			}
-		}
+		errs = append(errs, migListedInQuota(bp, b.MIG, s.Quota.MIG, "a MIG profile can be borrowed only if spec.quota.mig lists it (a guarantee of 0 is fine); add the profile there")...)
 	}
 	if m := q.MaxQueued; m != nil {
 		mp := p.Child("maxQueued")
 		errs = append(errs, validateGPUAmount(mp, *m)...)
-		for _, name := range slices.Sorted(maps.Keys(m.MIG)) {
-			if _, ok := s.Quota.MIG[name]; !ok {
-				errs = append(errs, field.Invalid(mp.Child("mig").Key(name), name, "a MIG profile can queue only if spec.quota.mig lists it (a guarantee of 0 is fine); add the profile there or remove it here"))
-			}
-		}
+		errs = append(errs, migListedInQuota(mp, m.MIG, s.Quota.MIG, "a MIG profile can queue only if spec.quota.mig lists it (a guarantee of 0 is fine); add the profile there or remove it here")...)
 	}
 	if l := q.LendingLimit; l != nil {
 		lp := p.Child("lendingLimit")
@@ -64,6 +56,18 @@ func validateGPUAmount(p *field.Path, a GPUAmount) field.ErrorList {
 	for _, name := range slices.Sorted(maps.Keys(a.MIG)) {
 		if n := a.MIG[name]; n < 0 || n > MaxQuotaGPUs {
 			errs = append(errs, field.Invalid(p.Child("mig").Key(name), n, fmt.Sprintf("each MIG count must be between 0 and %d", MaxQuotaGPUs)))
+		}
+	}
+	return errs
+}
+
+// migListedInQuota refuses, with why, each MIG profile of a queue limit that
+// spec.quota.mig does not list: Kueue has no flavor for it.
+func migListedInQuota[V any](p *field.Path, mig map[string]V, quota map[string]int32, why string) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(mig)) {
+		if _, ok := quota[name]; !ok {
+			errs = append(errs, field.Invalid(p.Child("mig").Key(name), name, why))
 		}
 	}
 	return errs
