@@ -57,9 +57,12 @@ var (
 	rssIdle  = base(pkgScale, "BenchmarkScale", "rss-idle-MiB", "idle manager, no team")
 	cpuIdle  = base(pkgScale, "BenchmarkScale", "cpu-idle-%", "idle manager, no team")
 	vcMem    = "BenchmarkVClusterMemory"
-	vcMemDef = base(pkgVCMem, vcMem, "default-MiB/team", "gpuvc's values, RSS per team")
-	vcMemWS  = base(pkgVCMem, vcMem, "default-ws-MiB/team", "gpuvc's values, working set per team")
-	vcMemCPU = base(pkgVCMem, vcMem, "default-cpu-%/team", "gpuvc's values, idle CPU per team")
+
+	utilQueued  = "BenchmarkPoolUtilization/queue=default"
+	utilRefused = "BenchmarkPoolUtilization/queue=0"
+	vcMemDef    = base(pkgVCMem, vcMem, "default-MiB/team", "gpuvc's values, RSS per team")
+	vcMemWS     = base(pkgVCMem, vcMem, "default-ws-MiB/team", "gpuvc's values, working set per team")
+	vcMemCPU    = base(pkgVCMem, vcMem, "default-cpu-%/team", "gpuvc's values, idle CPU per team")
 )
 
 func throughput(clients string) []figure {
@@ -168,11 +171,15 @@ var sections = []section{
 				Versus: base(pkgQueue, "BenchmarkQueueHandoff", "free-p50-ms", "pod created on a free GPU → ungated, p50")},
 			{What: "GPU freed → next queued pod ungated, p99", Ref: r(pkgQueue, "BenchmarkQueueHandoff", "handoff-p99-ms"), Unit: "ms",
 				Versus: base(pkgQueue, "BenchmarkQueueHandoff", "free-p99-ms", "pod created on a free GPU → ungated, p99")},
-			{What: "pool utilization with borrowing (borrowingLimit 4)", Ref: r(pkgQueue, "BenchmarkPoolUtilization", "util-borrow"), Unit: "",
-				Versus: base(pkgQueue, "BenchmarkPoolUtilization", "util-noborrow", "same load, borrowingLimit 0")},
-			{What: "… of it run by pods later evicted (work lost)", Ref: r(pkgQueue, "BenchmarkPoolUtilization", "lost-borrow"), Unit: "", Versus: self("pool capacity")},
-			{What: "jobs completed with borrowing", Ref: r(pkgQueue, "BenchmarkPoolUtilization", "jobs-done-borrow"), Unit: "",
-				Versus: base(pkgQueue, "BenchmarkPoolUtilization", "jobs-done-noborrow", "same load, borrowingLimit 0")},
+			{What: "pool utilization with borrowing (borrowingLimit 4), pods waiting in Kueue (default queue depth)", Ref: r(pkgQueue, utilQueued, "util-borrow"), Unit: "",
+				Versus: base(pkgQueue, utilQueued, "util-noborrow", "same load, borrowingLimit 0")},
+			{What: "… of it run by pods later evicted (work lost)", Ref: r(pkgQueue, utilQueued, "lost-borrow"), Unit: "", Versus: self("pool capacity")},
+			{What: "jobs completed with borrowing", Ref: r(pkgQueue, utilQueued, "jobs-done-borrow"), Unit: "",
+				Versus: base(pkgQueue, utilQueued, "jobs-done-noborrow", "same load, borrowingLimit 0")},
+			{What: "pool utilization with borrowing, queue depth 0 (refused beyond the ceiling, resubmitted)", Ref: r(pkgQueue, utilRefused, "util-borrow"), Unit: "",
+				Versus: base(pkgQueue, utilRefused, "util-noborrow", "same load, borrowingLimit 0")},
+			{What: "pool utilization with borrowing: pods waiting in Kueue vs refused at the ceiling", Ref: r(pkgQueue, utilQueued, "util-borrow"), Unit: "",
+				Versus: base(pkgQueue, utilRefused, "util-borrow", "queue depth 0, with borrowing")},
 		}},
 	{Title: "Accounting overhead (issue #16)", Note: "The accountant's own work per sample at 100 teams and 10,000 bound pods (whole, MIG, reservations, shares), " +
 		"a week of hourly buckets per team; its per-team pod list and ConfigMap patch cost API-server time, not this.",
