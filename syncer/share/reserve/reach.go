@@ -24,7 +24,9 @@ import (
 // the operating system's connect timeout.
 const RequestTimeout = 10 * time.Second
 
-// reachBackoff spaces attempts while the API server cannot be reached.
+// reachBackoff spaces attempts while the API server cannot be reached. Its
+// Step keeps returning Cap once reached; wait.ExponentialBackoff would stop
+// there instead (the cap ends its steps), which is why untilReached loops itself.
 var reachBackoff = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 3 * time.Second}
 
 // unreachable reports whether err is a failure to talk to the API server (a
