@@ -24,7 +24,7 @@ TEST_TIMEOUT ?= 40m
 
 IMAGE ?= ghcr.io/gpuvc/gpuvc:$(VERSION)
 
-.PHONY: help build image test test-unit e2e e2e-kind bench trial trial-down lint generate verify-generated binaries clean clean-cache
+.PHONY: help build image test test-unit e2e e2e-kind bench trial trial-down lint generate verify-generated binaries clean clean-cache gpu-check gpu-check-build
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -97,6 +97,18 @@ verify-generated: generate ## Fail if generated files differ from what is commit
 
 binaries: ## Build (once; ~16 min cold on 2 cores, one progress line per tool) and cache etcd, Kubernetes, kwok, the real node (kubelet, kube-proxy, containerd, kube-router), the vCluster image binaries (vcluster, kine, CoreDNS) and Kueue (`go run ./e2e/localcp/cmd/build-binaries -only kueue` builds Kueue alone)
 	$(GO) run ./e2e/localcp/cmd/build-binaries
+
+# The real-GPU check (docs/gpu.md, "Checking a real GPU"): a small binary of its
+# own (~6 MB, only gpu/ inside), so it can be copied to a GPU node and run there
+# with nothing but the NVIDIA driver, nvidia-smi and, for the load, PyTorch.
+# `make test` runs the same check against a replayed H200 (gpu/gpucheck).
+GPU_CHECK_REPORT ?= gpu-check-report.md
+
+gpu-check-build: ## Build bin/gpu-check, the real-GPU check, to copy to a GPU node
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gpu-check ./cmd/gpu-check
+
+gpu-check: gpu-check-build ## On a machine with an NVIDIA GPU: prove gpuvc reads it right (inventory, labels, MIG catalog, utilization, events, fraction limits vs nvidia-smi/GFD/NVML); report in gpu-check-report.md (GPU_CHECK_REPORT)
+	bin/gpu-check --report $(GPU_CHECK_REPORT)
 
 clean: ## Remove build outputs and stop a developer control plane
 	-$(GO) run ./cmd/gpuvc dev cluster down

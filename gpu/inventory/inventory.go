@@ -8,8 +8,11 @@ package inventory
 // Inventory is a node's GPUs. Field names are a stable JSON contract.
 type Inventory struct {
 	DriverVersion string `json:"driverVersion,omitempty"`
-	Simulated     bool   `json:"simulated,omitempty"`
-	GPUs          []GPU  `json:"gpus"`
+	// CUDAVersion is the newest CUDA the driver supports, "13.0" (what
+	// nvidia-smi prints as CUDA Version).
+	CUDAVersion string `json:"cudaVersion,omitempty"`
+	Simulated   bool   `json:"simulated,omitempty"`
+	GPUs        []GPU  `json:"gpus"`
 }
 
 // GPU is one physical GPU.
@@ -18,7 +21,13 @@ type GPU struct {
 	UUID      string `json:"uuid"`
 	Product   string `json:"product"` // as NVML reports it, e.g. "NVIDIA A100-SXM4-40GB"
 	MemoryMiB int64  `json:"memoryMiB"`
-	MIG       MIG    `json:"mig"`
+	// PCIBusID is the GPU's PCI address as nvidia-smi prints it,
+	// "00000000:19:00.0"; empty where NVML does not say.
+	PCIBusID string `json:"pciBusId,omitempty"`
+	// ComputeCapability is CUDA's "major.minor", e.g. "9.0"; empty where
+	// NVML does not say.
+	ComputeCapability string `json:"computeCapability,omitempty"`
+	MIG               MIG    `json:"mig"`
 }
 
 // MIG is a GPU's MIG mode and its GPU instances.

@@ -64,6 +64,8 @@ func product(inv Inventory) (string, error) {
 
 // Labels returns the node labels GPU Feature Discovery would set for inv with
 // strategy s: nvidia.com/gpu.{product,count,memory}, nvidia.com/mig.capable,
+// where NVML told them nvidia.com/gpu.compute.{major,minor}, nvidia.com/gpu.family,
+// nvidia.com/cuda.driver.{major,minor,rev} and nvidia.com/cuda.runtime.{major,minor},
 // nvidia.com/mig.strategy (single and mixed) and, with mixed, per profile
 // nvidia.com/mig-<profile>.{count,memory,slices.gi,slices.ci,multiprocessors}.
 func Labels(inv Inventory, s Strategy) (map[string]string, error) {
@@ -84,6 +86,7 @@ func Labels(inv Inventory, s Strategy) (map[string]string, error) {
 		labelPrefix + "gpu.memory":  strconv.FormatInt(inv.GPUs[0].MemoryMiB, 10),
 		labelPrefix + "mig.capable": strconv.FormatBool(capable),
 	}
+	versionLabels(l, inv)
 	switch s {
 	case StrategyNone:
 		return l, nil
@@ -176,4 +179,57 @@ func Capacity(inv Inventory, s Strategy) (map[string]int64, error) {
 		return nil, fmt.Errorf("unknown MIG strategy %q: want none, single or mixed", s)
 	}
 	return c, nil
+}
+
+// versionLabels adds GFD's compute capability, architecture family, driver and
+// CUDA labels for what the inventory knows (simulated inventories may not).
+func versionLabels(l map[string]string, inv Inventory) {
+	if parts := strings.Split(inv.DriverVersion, "."); len(parts) >= 2 {
+		l[labelPrefix+"cuda.driver.major"] = parts[0]
+		l[labelPrefix+"cuda.driver.minor"] = parts[1]
+		if len(parts) > 2 {
+			l[labelPrefix+"cuda.driver.rev"] = parts[2]
+		}
+	}
+	if major, minor, ok := strings.Cut(inv.CUDAVersion, "."); ok {
+		l[labelPrefix+"cuda.runtime.major"] = major
+		l[labelPrefix+"cuda.runtime.minor"] = minor
+	}
+	major, minor, ok := strings.Cut(inv.GPUs[0].ComputeCapability, ".")
+	if !ok {
+		return
+	}
+	l[labelPrefix+"gpu.compute.major"] = major
+	l[labelPrefix+"gpu.compute.minor"] = minor
+	maj, err1 := strconv.Atoi(major)
+	mnr, err2 := strconv.Atoi(minor)
+	if err1 == nil && err2 == nil {
+		l[labelPrefix+"gpu.family"] = Family(maj, mnr)
+	}
+}
+
+// Family names a compute capability's architecture the way GFD labels
+// nvidia.com/gpu.family ("hopper" for 9.0); "undefined" when unknown.
+func Family(major, minor int) string {
+	switch {
+	case major == 3:
+		return "kepler"
+	case major == 5:
+		return "maxwell"
+	case major == 6:
+		return "pascal"
+	case major == 7 && minor < 5:
+		return "volta"
+	case major == 7:
+		return "turing"
+	case major == 8 && minor == 9:
+		return "ada-lovelace"
+	case major == 8:
+		return "ampere"
+	case major == 9:
+		return "hopper"
+	case major == 10 || major == 12:
+		return "blackwell"
+	}
+	return "undefined"
 }

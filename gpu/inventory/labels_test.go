@@ -63,7 +63,7 @@ func TestLabelsAndCapacity(t *testing.T) {
 			spec: Spec{Product: "NVIDIA-H200", Count: 2, MIG: []string{"all-3g.71gb"}}, strategy: StrategySingle,
 			wantLabels: map[string]string{
 				"nvidia.com/gpu.product": "NVIDIA-H200-MIG-3g.71gb", "nvidia.com/gpu.count": "4",
-				"nvidia.com/gpu.memory": "66048", "nvidia.com/mig.capable": "true", "nvidia.com/mig.strategy": "single",
+				"nvidia.com/gpu.memory": "71424", "nvidia.com/mig.capable": "true", "nvidia.com/mig.strategy": "single",
 			},
 			wantCap: map[string]int64{"nvidia.com/gpu": 4},
 		},
@@ -128,5 +128,37 @@ func TestLabelsErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// What NVML tells about driver, CUDA and compute capability becomes GFD's
+// labels, with GFD's names and values (an H200 on driver 580.159.04).
+func TestVersionLabels(t *testing.T) {
+	inv := Inventory{DriverVersion: "580.159.04", CUDAVersion: "13.0", GPUs: []GPU{
+		{UUID: "GPU-a", Product: "NVIDIA H200", MemoryMiB: 143771, ComputeCapability: "9.0", MIG: MIG{Capable: true}},
+	}}
+	got, err := Labels(inv, StrategyNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"nvidia.com/gpu.product": "NVIDIA-H200", "nvidia.com/gpu.count": "1", "nvidia.com/gpu.memory": "143771",
+		"nvidia.com/mig.capable": "true", "nvidia.com/gpu.compute.major": "9", "nvidia.com/gpu.compute.minor": "0",
+		"nvidia.com/gpu.family": "hopper", "nvidia.com/cuda.driver.major": "580", "nvidia.com/cuda.driver.minor": "159",
+		"nvidia.com/cuda.driver.rev": "04", "nvidia.com/cuda.runtime.major": "13", "nvidia.com/cuda.runtime.minor": "0",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+}
+
+func TestFamily(t *testing.T) {
+	for cc, want := range map[[2]int]string{
+		{7, 0}: "volta", {7, 5}: "turing", {8, 0}: "ampere", {8, 6}: "ampere", {8, 9}: "ada-lovelace",
+		{9, 0}: "hopper", {10, 0}: "blackwell", {12, 0}: "blackwell", {4, 0}: "undefined",
+	} {
+		if got := Family(cc[0], cc[1]); got != want {
+			t.Errorf("Family(%d.%d) = %q, want %q", cc[0], cc[1], got, want)
+		}
 	}
 }

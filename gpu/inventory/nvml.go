@@ -55,6 +55,9 @@ func read(lib nvml.Interface) (Inventory, error) {
 	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
 		inv.DriverVersion = v
 	}
+	if v, ret := lib.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS && v > 0 {
+		inv.CUDAVersion = CUDAVersion(v)
+	}
 	count, ret := lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		return Inventory{}, fmt.Errorf("NVML device count: %s", errString(ret))
@@ -88,6 +91,14 @@ func readGPU(i int, d nvml.Device) (GPU, error) {
 		return g, fmt.Errorf("memory: %s", errString(ret))
 	}
 	g.MemoryMiB = int64(mem.Total / (1 << 20))
+	// PCI address and compute capability describe the GPU; a driver that
+	// does not answer leaves them empty rather than failing the inventory.
+	if pci, ret := d.GetPciInfo(); ret == nvml.SUCCESS {
+		g.PCIBusID = cString(pci.BusId[:])
+	}
+	if major, minor, ret := d.GetCudaComputeCapability(); ret == nvml.SUCCESS {
+		g.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
+	}
 
 	cur, pend, ret := d.GetMigMode()
 	switch ret {
@@ -207,4 +218,19 @@ func readMIGDevices(d nvml.Device, gis []GPUInstance) error {
 		gis[k].Devices = append(gis[k].Devices, MIGDevice{UUID: uuid, ComputeInstanceID: ciID})
 	}
 	return nil
+}
+
+// CUDAVersion turns NVML's CUDA driver version (13000) into "13.0".
+func CUDAVersion(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10) }
+
+// cString reads a NUL-terminated C string out of an NVML char array.
+func cString(b []int8) string {
+	s := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		s = append(s, byte(c))
+	}
+	return string(s)
 }

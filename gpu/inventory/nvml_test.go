@@ -93,6 +93,14 @@ func TestNVMLInventory(t *testing.T) {
 	// GPU 1: MIG enabled, no instances; GPU 7: no MIG support at all.
 	s.Devices[1].SetMigMode(nvml.DEVICE_MIG_ENABLE)
 	s.Devices[7].(*dgxa100.Device).GetMigModeFunc = func() (int, int, nvml.Return) { return 0, 0, nvml.ERROR_NOT_SUPPORTED }
+	// The mock has no PCI address; the C string is read up to its NUL.
+	s.Devices[2].(*dgxa100.Device).GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) {
+		var pci nvml.PciInfo
+		for i, c := range "00000000:19:00.0" {
+			pci.BusId[i] = int8(c)
+		}
+		return pci, nvml.SUCCESS
+	}
 
 	got, err := NVML{Lib: s}.Inventory()
 	if err != nil {
@@ -100,10 +108,11 @@ func TestNVMLInventory(t *testing.T) {
 	}
 	const product = "Mock NVIDIA A100-SXM4-40GB" // the mock's name
 	// The mock reports the NVML profile index as ProfileId, not the driver id.
-	want := Inventory{DriverVersion: "550.54.15"}
+	want := Inventory{DriverVersion: "550.54.15", CUDAVersion: "12.4"}
 	for i := range 8 {
-		want.GPUs = append(want.GPUs, GPU{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Product: product, MemoryMiB: 40960, MIG: MIG{Capable: i != 7}})
+		want.GPUs = append(want.GPUs, GPU{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Product: product, MemoryMiB: 40960, ComputeCapability: "8.0", MIG: MIG{Capable: i != 7}})
 	}
+	want.GPUs[2].PCIBusID = "00000000:19:00.0"
 	want.GPUs[1].MIG.Enabled, want.GPUs[1].MIG.Pending = true, true
 	want.GPUs[0].MIG = MIG{Capable: true, Enabled: true, Pending: true, Instances: []GPUInstance{
 		{ID: 1, Profile: "1g.5gb", ProfileID: 0, Start: 0, Size: 1, MemoryMiB: 4864, Multiprocessors: 14, Devices: []MIGDevice{{UUID: "MIG-GPU-0-1"}}},
@@ -218,10 +227,12 @@ func TestNVMLAlwaysShutsDown(t *testing.T) {
 	}{
 		"success": {func(l *mock.Interface) {
 			l.SystemGetDriverVersionFunc = func() (string, nvml.Return) { return "", nvml.ERROR_NOT_SUPPORTED }
+			l.SystemGetCudaDriverVersionFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
 			l.DeviceGetCountFunc = func() (int, nvml.Return) { return 0, nvml.SUCCESS }
 		}, ""},
 		"device count fails": {func(l *mock.Interface) {
 			l.SystemGetDriverVersionFunc = func() (string, nvml.Return) { return "x", nvml.SUCCESS }
+			l.SystemGetCudaDriverVersionFunc = func() (int, nvml.Return) { return 13000, nvml.SUCCESS }
 			l.DeviceGetCountFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
 		}, "NVML device count: "},
 		"unimplemented call panics": {func(l *mock.Interface) {}, "NVML call panicked"},
@@ -250,10 +261,11 @@ func TestNVMLAlwaysShutsDown(t *testing.T) {
 
 func TestNVMLShutdownError(t *testing.T) {
 	lib := &mock.Interface{
-		InitFunc:                   func() nvml.Return { return nvml.SUCCESS },
-		ShutdownFunc:               func() nvml.Return { return nvml.ERROR_UNKNOWN },
-		SystemGetDriverVersionFunc: func() (string, nvml.Return) { return "1", nvml.SUCCESS },
-		DeviceGetCountFunc:         func() (int, nvml.Return) { return 0, nvml.SUCCESS },
+		InitFunc:                       func() nvml.Return { return nvml.SUCCESS },
+		ShutdownFunc:                   func() nvml.Return { return nvml.ERROR_UNKNOWN },
+		SystemGetDriverVersionFunc:     func() (string, nvml.Return) { return "1", nvml.SUCCESS },
+		SystemGetCudaDriverVersionFunc: func() (int, nvml.Return) { return 12080, nvml.SUCCESS },
+		DeviceGetCountFunc:             func() (int, nvml.Return) { return 0, nvml.SUCCESS },
 	}
 	if _, err := (NVML{Lib: lib}).Inventory(); err == nil || !strings.Contains(err.Error(), "NVML shutdown") {
 		t.Errorf("error = %v, want the shutdown failure", err)

@@ -112,8 +112,10 @@ var catalog = []*Model{
 	// GH200's H100 has 96GB; no sizes were observed, so NVL's are the floor.
 	newModel("H100-96GB", []string{"NVIDIA-GH200-480GB"}, 97280, true, kinds8,
 		[]mem{{12, 11008, true}, {12, 11008, true}, {24, 22144, true}, {24, 22144, true}, {48, 44288, true}, {48, 44288, true}, {96, 88576, true}}),
-	newModel("H200-141GB", []string{"NVIDIA-H200"}, 143771, true, kinds8,
-		[]mem{{18, 16512, true}, {18, 16512, true}, {35, 33024, true}, {35, 33024, true}, {71, 66048, true}, {71, 66048, true}, {141, 132096, true}}),
+	// H200: every size read from NVML's GPU-instance profile info on a real
+	// H200 (driver 580.159.04, MIG off) by gpu-check, 2026-11-28 (docs/gpu.md).
+	newModel("H200-141GB", []string{"NVIDIA-H200"}, 143771, false, kinds8,
+		[]mem{{18, 16384, false}, {18, 16384, false}, {35, 33280, false}, {35, 33280, false}, {71, 71424, false}, {71, 71424, false}, {141, 143360, false}}),
 	newModel("A30-24GB", []string{"NVIDIA-A30"}, 24576, false, kindsA30,
 		[]mem{{6, 5952, false}, {6, 5952, false}, {12, 11968, false}, {12, 11968, false}, {24, 24000, false}}),
 }

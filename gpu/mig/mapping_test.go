@@ -31,7 +31,7 @@ func TestMap(t *testing.T) {
 		"compute 3 big memory":           {"A100-40GB", Request{ComputeSlices: 3, MemoryMiB: 30000}, "7g.40gb"},
 		"a30 compute 3":                  {"A30-24GB", Request{ComputeSlices: 3}, "4g.24gb"},
 		"a30 media mib":                  {"A30-24GB", Request{ComputeSlices: 1, MemoryMiB: 100, MediaExtensions: true}, "1g.6gb+me"},
-		"mib on estimated H200 sizes":    {"H200-141GB", Request{ComputeSlices: 1, MemoryMiB: 16512}, "1g.18gb"},
+		"mib on observed H200 sizes":     {"H200-141GB", Request{ComputeSlices: 1, MemoryMiB: 16384}, "1g.18gb"},
 		"zero memory means any memory":   {"A30-24GB", Request{ComputeSlices: 2}, "2g.12gb"},
 		"large memory small compute gh":  {"H100-96GB", Request{ComputeSlices: 1, MemoryMiB: 20000}, "1g.24gb"},
 		"media on the whole GPU":         {"H200-141GB", Request{Profile: "7g.141gb", MediaExtensions: true}, "7g.141gb"},

@@ -182,6 +182,9 @@ func TestAgentOnceNVML(t *testing.T) {
 		"nvidia.com/gpu.memory":   "81920",
 		"nvidia.com/mig.capable":  "true",
 		"nvidia.com/mig.strategy": "mixed",
+		// GFD's version labels, from what the mock's NVML reports.
+		"nvidia.com/cuda.driver.major": "580", "nvidia.com/cuda.driver.minor": "65", "nvidia.com/cuda.driver.rev": "06",
+		"nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "0", "nvidia.com/gpu.family": "ampere",
 	}
 	if diff := cmp.Diff(wantLabels, got.Labels); diff != "" {
 		t.Errorf("labels -want +got:\n%s", diff)
@@ -191,8 +194,8 @@ func TestAgentOnceNVML(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantInv := inventory.Inventory{DriverVersion: nvmltest.DriverVersion, GPUs: []inventory.GPU{
-		{Index: 0, UUID: nvmltest.UUID(0), Product: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, MIG: inventory.MIG{Capable: true}},
-		{Index: 1, UUID: nvmltest.UUID(1), Product: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, MIG: inventory.MIG{Capable: true}},
+		{Index: 0, UUID: nvmltest.UUID(0), Product: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, ComputeCapability: "8.0", MIG: inventory.MIG{Capable: true}},
+		{Index: 1, UUID: nvmltest.UUID(1), Product: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, ComputeCapability: "8.0", MIG: inventory.MIG{Capable: true}},
 	}}
 	if diff := cmp.Diff(wantInv, inv); diff != "" {
 		t.Errorf("annotation -want +got:\n%s", diff)

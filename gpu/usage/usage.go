@@ -94,11 +94,24 @@ func sample(d nvml.Device, gpu int, mig bool) (Sample, error) {
 	if ret != nvml.SUCCESS {
 		return Sample{}, fmt.Errorf("UUID: %v", ret.Error())
 	}
-	mem, ret := d.GetMemoryInfo()
+	used, total, ret := memory(d)
 	if ret != nvml.SUCCESS {
 		return Sample{}, fmt.Errorf("memory of %s: %v", uuid, ret.Error())
 	}
-	return Sample{UUID: uuid, GPU: gpu, MIG: mig, MemoryUsedBytes: mem.Used, MemoryTotalBytes: mem.Total}, nil
+	return Sample{UUID: uuid, GPU: gpu, MIG: mig, MemoryUsedBytes: used, MemoryTotalBytes: total}, nil
+}
+
+// memory reads used and total memory the way nvidia-smi and dcgm-exporter
+// report them: NVML's v2 call, whose Used leaves out what the driver and
+// firmware reserve. The v1 call's Used is Total - Free and counts that reserve
+// as used (615 MiB on an idle H200, docs/gpu.md "On a real GPU"), so an idle
+// GPU would never read as empty; v1 is the fallback for drivers without v2.
+func memory(d nvml.Device) (used, total uint64, ret nvml.Return) {
+	if m, ret := d.GetMemoryInfo_v2(); ret == nvml.SUCCESS {
+		return m.Used, m.Total, ret
+	}
+	m, ret := d.GetMemoryInfo()
+	return m.Used, m.Total, ret
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -8,10 +8,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// reserved is what the driver keeps for itself (615 MiB on a real H200).
+const reserved = 615 << 20
+
 func device(uuid string, used, total uint64, util uint32, migMode int, migs []*mock.Device) *mock.Device {
 	d := &mock.Device{
-		GetUUIDFunc:       func() (string, nvml.Return) { return uuid, nvml.SUCCESS },
-		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) { return nvml.Memory{Used: used, Total: total}, nvml.SUCCESS },
+		GetUUIDFunc: func() (string, nvml.Return) { return uuid, nvml.SUCCESS },
+		// v1 counts the driver's reserve as used; v2 does not (the read uses v2).
+		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
+			return nvml.Memory{Used: used + reserved, Total: total}, nvml.SUCCESS
+		},
+		GetMemoryInfo_v2Func: func() (nvml.Memory_v2, nvml.Return) {
+			return nvml.Memory_v2{Used: used, Reserved: reserved, Total: total}, nvml.SUCCESS
+		},
 		GetUtilizationRatesFunc: func() (nvml.Utilization, nvml.Return) {
 			return nvml.Utilization{Gpu: util}, nvml.SUCCESS
 		},
@@ -71,5 +80,24 @@ func TestReadErrors(t *testing.T) {
 	}
 	if _, err := Read(nil); err == nil {
 		t.Error("no library must be an error")
+	}
+}
+
+// A driver without NVML's v2 memory call: v1's figures, reserve included.
+func TestReadFallsBackToV1Memory(t *testing.T) {
+	d := device("GPU-old", 1<<30, 80<<30, 5, nvml.DEVICE_MIG_DISABLE, nil)
+	d.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) { return nvml.Memory_v2{}, nvml.ERROR_FUNCTION_NOT_FOUND }
+	lib := &mock.Interface{
+		InitFunc:                   func() nvml.Return { return nvml.SUCCESS },
+		ShutdownFunc:               func() nvml.Return { return nvml.SUCCESS },
+		DeviceGetCountFunc:         func() (int, nvml.Return) { return 1, nvml.SUCCESS },
+		DeviceGetHandleByIndexFunc: func(int) (nvml.Device, nvml.Return) { return d, nvml.SUCCESS },
+	}
+	got, err := Read(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].MemoryUsedBytes != 1<<30+reserved {
+		t.Errorf("samples = %+v, want v1's used (1 GiB + the reserve)", got)
 	}
 }

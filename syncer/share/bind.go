@@ -52,7 +52,7 @@ func shareEnv(sp *sharePod, limits *FractionLimits) map[string]string {
 	case sp.req.MemoryMiB > 0:
 		mem = sp.req.MemoryMiB
 	case r.memMiB > 0:
-		mem = r.memMiB * int64(sp.units) / gpushare.UnitsPerGPU
+		mem = gpushare.ShareMiB(r.memMiB, sp.units)
 	}
 	if mem > 0 {
 		env[contract.EnvGPUMemoryMiB] = strconv.FormatInt(mem, 10)

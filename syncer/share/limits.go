@@ -26,9 +26,7 @@ func limitEnv(env map[string]string, l *FractionLimits, memMiB int64, units int)
 		return
 	}
 	if memMiB > 0 {
-		limit := max(memMiB-max(l.ReserveMiB, 0), memMiB-memMiB/2)
-		env[contract.EnvCUDAMemoryLimit0] = strconv.FormatInt(limit, 10) + "m"
+		env[contract.EnvCUDAMemoryLimit0] = strconv.FormatInt(gpushare.MemoryLimitMiB(memMiB, l.ReserveMiB), 10) + "m"
 	}
-	pct := (units*100 + gpushare.UnitsPerGPU - 1) / gpushare.UnitsPerGPU
-	env[contract.EnvCUDASMLimit] = strconv.Itoa(min(max(pct, 1), 100))
+	env[contract.EnvCUDASMLimit] = strconv.Itoa(gpushare.SMLimitPercent(units))
 }

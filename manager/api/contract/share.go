@@ -59,7 +59,7 @@ const (
 	EnvReservation = "GPUVC_RESERVATION"
 	// EnvCUDAMemoryLimit0 and EnvCUDASMLimit are HAMi-core's limits (its
 	// libvgpu.so reads them when an image preloads it): the memory of device 0
-	// ("40704m") and the compute share in percent ("50"). Set only for teams
+	// ("39936m") and the compute share in percent ("50"). Set only for teams
 	// with spec.gpuSharing.fractionLimits; tenants may not set them.
 	EnvCUDAMemoryLimit0 = "CUDA_DEVICE_MEMORY_LIMIT_0"
 	EnvCUDASMLimit      = "CUDA_DEVICE_SM_LIMIT"
