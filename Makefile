@@ -29,8 +29,9 @@ IMAGE ?= ghcr.io/gpuvc/gpuvc:$(VERSION)
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## Build bin/gpuvc
+build: ## Build bin/gpuvc (and bin/kubectl-gpuvc, a link: on PATH, kubectl runs it as `kubectl gpuvc`)
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gpuvc ./cmd/gpuvc
+	ln -sf gpuvc bin/kubectl-gpuvc
 
 image: ## Build the gpuvc image (needs a Docker engine; see Dockerfile)
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .

@@ -36,7 +36,11 @@ var testKubeVersion = &chartutil.KubeVersion{Version: "v1.36.3", Major: "1", Min
 type manifests []*unstructured.Unstructured
 
 // render runs `helm template` on the embedded chart with values given as YAML.
-func render(valuesYAML string) (manifests, error) {
+func render(valuesYAML string) (manifests, error) { return renderFor(valuesYAML) }
+
+// renderFor renders for a cluster that serves, beyond Kubernetes' own APIs, the
+// given group/version/kind (e.g. "monitoring.coreos.com/v1/ServiceMonitor").
+func renderFor(valuesYAML string, apiVersions ...string) (manifests, error) {
 	vals := map[string]any{}
 	if err := yaml.Unmarshal([]byte(valuesYAML), &vals); err != nil {
 		return nil, fmt.Errorf("test values: %w", err)
@@ -51,6 +55,7 @@ func render(valuesYAML string) (manifests, error) {
 	inst.ReleaseName = testRelease
 	inst.Namespace = testNamespace
 	inst.KubeVersion = testKubeVersion
+	inst.APIVersions = append(chartutil.VersionSet(nil), apiVersions...)
 	rel, err := inst.Run(ch, vals)
 	if err != nil {
 		return nil, err

@@ -157,6 +157,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := metrics.Registry.Register(team.NewQueueCollector(mgr.GetCache())); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 		return nil, err
 	}
+	// Pools' GPU devices and each team's pool, for dashboards.
+	if err := metrics.Registry.Register(team.NewPoolCollector(mgr.GetCache())); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+		return nil, err
+	}
 	if err := addAccounting(mgr, opts.Accounting); err != nil {
 		return nil, err
 	}

@@ -1,5 +1,6 @@
 // Command gpuvc provisions one virtual cluster per team on a shared GPU host cluster.
-// The same binary runs the CLI, the manager, the node agent and reservation pods.
+// The same binary runs the CLI, the manager, the node agent and reservation pods,
+// and answers as `kubectl gpuvc` when installed as kubectl-gpuvc.
 package main
 
 import (
@@ -10,5 +11,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Run(root.NewCommand(cli.StandardStreams())))
+	os.Exit(cli.Run(root.AsInvoked(root.NewCommand(cli.StandardStreams()), os.Args[0])))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +59,9 @@ type Accountant struct {
 
 	mu      sync.Mutex
 	ledgers map[string]*teamLedger
+	// lastGood is when every team was last sampled without an error (Unix
+	// seconds; 0 before the first), exported for the stale-accounting alert.
+	lastGood atomic.Int64
 }
 
 type teamLedger struct {
@@ -116,6 +120,9 @@ func (a *Accountant) Sample(ctx context.Context) error {
 		}
 	}
 	a.mu.Unlock()
+	if len(errs) == 0 {
+		a.lastGood.Store(now.Unix())
+	}
 	return errors.Join(errs...)
 }
 

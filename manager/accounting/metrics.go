@@ -15,6 +15,15 @@ var secondsDesc = prometheus.NewDesc("gpuvc_team_gpu_seconds_total",
 	"GPU time the team's pods held, in GPU-seconds, by pool and kind (whole, mig, fraction, reserved); continues across manager restarts.",
 	[]string{"team", "pool", "kind"}, nil)
 
+var (
+	lastSampleDesc = prometheus.NewDesc("gpuvc_accounting_last_sample_timestamp_seconds",
+		"When the accountant last sampled every team without an error (Unix time); exported by the leader only. "+
+			"GPU time between two good samples is integrated at the next one; a stale value means gpuvc_team_gpu_seconds_total is not advancing.",
+		nil, nil)
+	intervalDesc = prometheus.NewDesc("gpuvc_accounting_interval_seconds",
+		"The accountant's sampling interval (gpuvc manager --accounting-interval); exported by the leader only.", nil, nil)
+)
+
 type collector struct{}
 
 // Register adds the gpuvc_team_gpu_seconds_total collector to reg once.
@@ -26,7 +35,11 @@ func Register(reg prometheus.Registerer) error {
 	return err
 }
 
-func (collector) Describe(ch chan<- *prometheus.Desc) { ch <- secondsDesc }
+func (collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- secondsDesc
+	ch <- lastSampleDesc
+	ch <- intervalDesc
+}
 
 // Collect exports the ledger totals as counters: they come from the checkpoints,
 // so a restarted manager continues the series instead of resetting it.
@@ -34,6 +47,10 @@ func (collector) Collect(ch chan<- prometheus.Metric) {
 	a := current.Load()
 	if a == nil {
 		return
+	}
+	ch <- prometheus.MustNewConstMetric(intervalDesc, prometheus.GaugeValue, a.opts.Interval.Seconds())
+	if t := a.lastGood.Load(); t > 0 {
+		ch <- prometheus.MustNewConstMetric(lastSampleDesc, prometheus.GaugeValue, float64(t))
 	}
 	for team, s := range a.Totals() {
 		for k, v := range s {

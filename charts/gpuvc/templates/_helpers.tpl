@@ -70,3 +70,20 @@ capabilities:
 {{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" -}}
 {{- end -}}
 {{- end }}
+
+{{/*
+gpuvc.operatorObject: "true" when a Prometheus Operator object is wanted: its value is
+true, or auto and the cluster serves the API ("monitoring.coreos.com/v1/<Kind>").
+Args: root, enabled, api.
+*/}}
+{{- define "gpuvc.operatorObject" -}}
+{{- $e := toString .enabled -}}
+{{- if or (eq $e "true") (and (eq $e "auto") (.root.Capabilities.APIVersions.Has .api)) -}}true{{- end -}}
+{{- end }}
+
+{{/* gpuvc.scrapeAnnotations: prometheus.io/* pod annotations for a metrics port. */}}
+{{- define "gpuvc.scrapeAnnotations" -}}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ . | quote }}
+prometheus.io/path: /metrics
+{{- end }}

@@ -2,6 +2,9 @@
 package root
 
 import (
+	"path/filepath"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
@@ -41,5 +44,23 @@ func NewCommand(streams cli.Streams) *cobra.Command {
 		install.NewCommand(streams, globals), uninstall.NewCommand(streams, globals),
 	)
 	cli.RequireSubcommands(cmd)
+	return cmd
+}
+
+// KubectlPluginName is the file name under which kubectl runs the binary as
+// `kubectl gpuvc` (kubectl's plugin convention, as krew installs plugins: an
+// executable kubectl-<name> on PATH; `make build` links bin/kubectl-gpuvc).
+const KubectlPluginName = "kubectl-gpuvc"
+
+// AsInvoked names cmd as the user typed it: run as kubectl-gpuvc, usage lines
+// and help say "kubectl gpuvc ...".
+func AsInvoked(cmd *cobra.Command, argv0 string) *cobra.Command {
+	if strings.TrimSuffix(filepath.Base(argv0), ".exe") != KubectlPluginName {
+		return cmd
+	}
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[cobra.CommandDisplayNameAnnotation] = "kubectl gpuvc"
 	return cmd
 }
