@@ -28,6 +28,8 @@ const (
 	AgentServiceAccount = "gpuvc-agent"
 	// WebhookConfigurationName names both webhook configurations.
 	WebhookConfigurationName = "gpuvc-syncer"
+	// MetricsServiceName is the manager's metrics Service (metrics.enabled).
+	MetricsServiceName = "gpuvc-metrics"
 	// WebhookServiceName is the Service the API server calls the webhook through (port 443).
 	WebhookServiceName = "gpuvc-webhook"
 	// WebhookSecretName holds the webhook's serving certificate (tls.crt, tls.key, ca.crt).
@@ -61,4 +63,10 @@ func Chart() (*chart.Chart, error) {
 		return nil, fmt.Errorf("loading the embedded gpuvc chart: %w", err)
 	}
 	return ch, nil
+}
+
+// PrometheusRules is gpuvc's alert rules file as Prometheus loads it (rule_files);
+// the chart renders the same groups as a PrometheusRule.
+func PrometheusRules() ([]byte, error) {
+	return chartFiles.ReadFile(ChartDir + "/files/prometheus-rules.yaml")
 }

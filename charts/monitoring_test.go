@@ -1,7 +1,6 @@
 package charts
 
 import (
-	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -20,7 +19,6 @@ import (
 const (
 	rulesFile     = "gpuvc/files/prometheus-rules.yaml"
 	rulesTestFile = "testdata/prometheus-rules-test.yaml"
-	dashboardsDir = "gpuvc/files/dashboards"
 )
 
 // promtool checks the rules file and runs its unit tests (every alert firing
@@ -187,48 +185,6 @@ func TestDashboardConfigMaps(t *testing.T) {
 	}
 }
 
-// Panel is a dashboard panel's title and PromQL expressions; the e2e check
-// against the trial's Prometheus reads them too.
-type Panel struct {
-	Dashboard, Title string
-	Exprs            []string
-}
-
-// DashboardPanels reads every panel of the chart's dashboards.
-func DashboardPanels(dir string) ([]Panel, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil {
-		return nil, err
-	}
-	var out []Panel
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		var d struct {
-			UID    string `json:"uid"`
-			Panels []struct {
-				Title   string `json:"title"`
-				Targets []struct {
-					Expr string `json:"expr"`
-				} `json:"targets"`
-			} `json:"panels"`
-		}
-		if err := json.Unmarshal(b, &d); err != nil {
-			return nil, err
-		}
-		for _, p := range d.Panels {
-			pl := Panel{Dashboard: d.UID, Title: p.Title}
-			for _, tg := range p.Targets {
-				pl.Exprs = append(pl.Exprs, tg.Expr)
-			}
-			out = append(out, pl)
-		}
-	}
-	return out, nil
-}
-
 // Dashboards and alerts use only metrics gpuvc exports: every gpuvc_* name in
 // them is declared in the product's Go code (histograms with their suffixes).
 func TestDashboardsAndAlertsUseGpuvcMetrics(t *testing.T) {
@@ -241,7 +197,7 @@ func TestDashboardsAndAlertsUseGpuvcMetrics(t *testing.T) {
 			}
 		}
 	}
-	panels, err := DashboardPanels(dashboardsDir)
+	panels, err := DashboardPanels()
 	if err != nil {
 		t.Fatal(err)
 	}

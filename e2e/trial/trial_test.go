@@ -53,6 +53,7 @@ func TestDockerlessTrial(t *testing.T) {
 		}
 	}
 	demoPodsRun(ctx, t, dir)
+	trialPrometheusHasGpuvc(ctx, t, out)
 }
 
 // demoPods are the pods the trial runs in each team.

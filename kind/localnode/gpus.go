@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,18 +85,39 @@ func (n *Node) waitGPUs(ctx context.Context) error {
 	})
 }
 
+// GPUAgentMetricsPort is where the node's GPU agent serves /metrics, on the node
+// IP (the chart's agent.metrics.port): the trial's Prometheus scrapes it there.
+const GPUAgentMetricsPort = 9402
+
+// GPUAgentMetricsAddress is the node GPU agent's metrics endpoint, host:port.
+func GPUAgentMetricsAddress() string {
+	return net.JoinHostPort(NodeIP.String(), strconv.Itoa(GPUAgentMetricsPort))
+}
+
+// GPUFailuresFile is the file the node's GPU agent follows for injected GPU
+// failures (`gpuvc agent --inject-gpu-failures`; docs/agent.md): a line such as
+// "3 xid=79" appended to it fails simulated GPU 3.
+func GPUFailuresFile(nodeDir string) string { return filepath.Join(nodeDir, "gpu-failures") }
+
 // startGPUAgent serves the simulated GPUs from a `gpuvc agent` daemon of the node
 // (same spec and seed, hence the same device IDs as n.Inventory), so they outlive
 // this program with a detached node. It publishes the inventory as an admin: the
-// node's own credentials may not write every label the agent sets.
+// node's own credentials may not write every label the agent sets. It watches
+// GPUFailuresFile for injected failures and serves its metrics (GPU health) on
+// GPUAgentMetricsAddress.
 func (n *Node) startGPUAgent(spec inventory.Spec) error {
 	kubeconfig := n.path("gpu-agent.kubeconfig")
 	if err := n.cp.WriteKubeconfig(kubeconfig, "gpuvc:gpu-agent", "system:masters"); err != nil {
 		return err
 	}
+	failures := GPUFailuresFile(n.Dir)
+	if err := os.WriteFile(failures, nil, 0o600); err != nil {
+		return err
+	}
 	args := []string{
 		"agent", "--kubeconfig", kubeconfig, "--node-name", n.Name,
 		"--simulate", spec.Flag(), "--device-plugin", "--device-plugin-dir", deviceplugin.DefaultDir,
+		"--inject-gpu-failures", failures, "--metrics-bind-address", GPUAgentMetricsAddress(),
 	}
 	return n.start(GPUAgent, n.opts.GPUAgent, args, nil)
 }

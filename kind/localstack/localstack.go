@@ -23,6 +23,7 @@ import (
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/localkueue"
 	"github.com/gpuvc/gpuvc/kind/localnode"
+	"github.com/gpuvc/gpuvc/kind/localprom"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 )
 
@@ -215,7 +216,7 @@ func Down(ctx context.Context, dir string, log io.Writer) error {
 		return err
 	}
 	// Kueue first: its webhooks are the API server's to call.
-	errs := []error{stopKueue(dir)}
+	errs := []error{stopKueue(dir), localprom.StopDetached(PrometheusDir(dir))}
 	if HasRealNode(dir) {
 		if os.Geteuid() != 0 {
 			return fmt.Errorf("a real node runs from %s: removing it needs root", NodeDir(dir))

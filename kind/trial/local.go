@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuvc/gpuvc/charts"
 	"github.com/gpuvc/gpuvc/charts/installer"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
@@ -140,7 +143,34 @@ func startLocal(ctx context.Context, opts Options, log *progress) (*Cluster, err
 	if c.GPUs, err = nodeGPUs(ctx, c); err != nil {
 		return nil, err
 	}
+	if c.PrometheusURL, err = startPrometheus(ctx, c, dir, log); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// startPrometheus runs the stack's Prometheus (or finds it running) with gpuvc's
+// alert rules, scraping the manager through its metrics Service's ClusterIP
+// (which routes from this machine) and the real node's GPU agent.
+func startPrometheus(ctx context.Context, c *Cluster, dir string, log *progress) (string, error) {
+	svc, err := c.Client.CoreV1().Services(Namespace).Get(ctx, charts.MetricsServiceName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("the manager's metrics Service, for Prometheus: %w", err)
+	}
+	if len(svc.Spec.Ports) == 0 || svc.Spec.ClusterIP == "" {
+		return "", fmt.Errorf("Service %s/%s has no ClusterIP and port for Prometheus to scrape", Namespace, charts.MetricsServiceName)
+	}
+	rules, err := charts.PrometheusRules()
+	if err != nil {
+		return "", err
+	}
+	target := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
+	url, err := localstack.StartPrometheus(ctx, dir, target, rules, log.w)
+	if err != nil {
+		return "", fmt.Errorf("starting Prometheus beside the trial (make trial-down removes it): %w", err)
+	}
+	log.printf("Prometheus at %s scrapes the manager (%s) and the node's GPU agent, with gpuvc's alert rules", url, target)
+	return url, nil
 }
 
 // nodeGPUs lists every node with its pool and the GPU resources it advertises.

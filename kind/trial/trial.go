@@ -117,6 +117,9 @@ type Cluster struct {
 	// Kubectl is the kubectl built with the binaries, for the report ("" with kind,
 	// where the user has their own).
 	Kubectl string
+	// PrometheusURL is the Prometheus the Docker-less trial runs beside the
+	// cluster, scraping gpuvc with its alert rules loaded ("" with kind).
+	PrometheusURL string
 }
 
 // Start brings up the trial's kind cluster (or reuses the one named

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -391,6 +392,10 @@ func (r *Result) Print(w io.Writer, gpuvc string) {
 		fmt.Fprintf(w, "\nTeam %s (pool %s; %s), as a team member — its own cluster at %s:\n", t.Name, t.Pool, t.Command, t.Server)
 		fmt.Fprintf(w, "  %s team kubeconfig %s -f %s.kubeconfig   # already written to %s\n", gpuvc, t.Name, t.Name, t.Kubeconfig)
 		fmt.Fprintf(w, "  %s --kubeconfig %s get pods -o wide\n", kubectl, t.Kubeconfig)
+	}
+	if u := r.Cluster.PrometheusURL; u != "" {
+		fmt.Fprintf(w, "\nPrometheus, scraping gpuvc, with its alert rules (docs/monitoring.md):\n  %s/graph?g0.expr=%s\n  %s/alerts\n",
+			u, url.QueryEscape("sum by (team, resource) (gpuvc_team_gpu_requests)"), u)
 	}
 	fmt.Fprintf(w, "\nGPUs are simulated: pods are scheduled and given device IDs, nothing runs on a GPU.\nRemove everything with: make trial-down\n")
 }

@@ -66,7 +66,7 @@ capabilities:
 {{- if ne (len $ports) (len (uniq $ports)) -}}
 {{- fail (printf "webhook.port, manager.healthPort and metrics.port must differ, got %v" $ports) -}}
 {{- end -}}
-{{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.enabled) -}}
+{{- if and (eq (toString .Values.metrics.serviceMonitor.enabled) "true") (not .Values.metrics.enabled) -}}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" -}}
 {{- end -}}
 {{- end }}
