@@ -99,44 +99,41 @@ func fractionStep(ctx context.Context, c *Config, f *facts, s *Step) {
 	}
 }
 
-// processMemory is the GPU memory NVML counts for a process.
-func processMemory(c *Config, index, pid int) (uint64, bool) {
+// onDevice runs read on GPU index with NVML initialised; false when NVML or the
+// device does not answer.
+func onDevice(c *Config, index int, read func(nvml.Device) bool) bool {
 	if ret := c.Lib.Init(); ret != nvml.SUCCESS {
-		return 0, false
+		return false
 	}
 	defer c.Lib.Shutdown()
 	d, ret := c.Lib.DeviceGetHandleByIndex(index)
-	if ret != nvml.SUCCESS {
-		return 0, false
-	}
-	procs, ret := d.GetComputeRunningProcesses()
-	if ret != nvml.SUCCESS {
-		return 0, false
-	}
-	for _, p := range procs {
-		if int(p.Pid) == pid {
-			return p.UsedGpuMemory, true
+	return ret == nvml.SUCCESS && read(d)
+}
+
+// processMemory is the GPU memory NVML counts for a process.
+func processMemory(c *Config, index, pid int) (used uint64, found bool) {
+	found = onDevice(c, index, func(d nvml.Device) bool {
+		procs, ret := d.GetComputeRunningProcesses()
+		for _, p := range procs {
+			if ret == nvml.SUCCESS && int(p.Pid) == pid {
+				used = p.UsedGpuMemory
+				return true
+			}
 		}
-	}
-	return 0, false
+		return false
+	})
+	return used, found
 }
 
 // usableMiB is what the driver leaves allocatable on an idle GPU: NVML's
 // v2 total minus what the driver and firmware reserve.
-func usableMiB(c *Config, index int) (int64, bool) {
-	if ret := c.Lib.Init(); ret != nvml.SUCCESS {
-		return 0, false
-	}
-	defer c.Lib.Shutdown()
-	d, ret := c.Lib.DeviceGetHandleByIndex(index)
-	if ret != nvml.SUCCESS {
-		return 0, false
-	}
-	m, ret := d.GetMemoryInfo_v2()
-	if ret != nvml.SUCCESS {
-		return 0, false
-	}
-	return int64((m.Total - m.Reserved) >> 20), true
+func usableMiB(c *Config, index int) (usable int64, ok bool) {
+	ok = onDevice(c, index, func(d nvml.Device) bool {
+		m, ret := d.GetMemoryInfo_v2()
+		usable = int64((m.Total - m.Reserved) >> 20)
+		return ret == nvml.SUCCESS
+	})
+	return usable, ok
 }
 
 // hamiPresence says whether HAMi-core could be in a process here.
