@@ -91,6 +91,22 @@ func trialPrometheusHasGpuvc(ctx context.Context, t *testing.T, report string) {
 	if len(panels) < 10 {
 		t.Fatalf("%d dashboard panels read", len(panels))
 	}
+	// Rates and increases need a few scrapes of a counter: poll until every
+	// panel answers as it should, then report what still does not.
+	var problems []string
+	_ = wait.PollUntilContextTimeout(ctx, 5*time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+		problems = panelProblems(query, panels)
+		return len(problems) == 0, nil
+	})
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// panelProblems runs every panel's queries: each must be accepted, and answer
+// with data unless noDataInTheTrial names the panel (then it must not).
+func panelProblems(query func(string) ([]localprom.Sample, error), panels []charts.Panel) []string {
+	var out []string
 	for _, p := range panels {
 		teams := []string{""}
 		if p.Dashboard == "gpuvc-team" {
@@ -101,7 +117,7 @@ func trialPrometheusHasGpuvc(ctx context.Context, t *testing.T, report string) {
 			for _, e := range p.Exprs {
 				s, err := query(panelQuery(e, team))
 				if err != nil {
-					t.Errorf("%s / %s: Prometheus refuses the panel's query: %v", p.Dashboard, p.Title, err)
+					out = append(out, fmt.Sprintf("%s / %s: Prometheus refuses the panel's query: %v", p.Dashboard, p.Title, err))
 					continue
 				}
 				data = data || len(s) > 0
@@ -109,12 +125,13 @@ func trialPrometheusHasGpuvc(ctx context.Context, t *testing.T, report string) {
 			why, expectEmpty := noDataInTheTrial[p.Title]
 			switch {
 			case !data && !expectEmpty:
-				t.Errorf("%s / %s (team %q): no data in the trial", p.Dashboard, p.Title, team)
+				out = append(out, fmt.Sprintf("%s / %s (team %q): no data in the trial", p.Dashboard, p.Title, team))
 			case data && expectEmpty:
-				t.Errorf("%s / %s (team %q): has data although %s: update noDataInTheTrial", p.Dashboard, p.Title, team, why)
+				out = append(out, fmt.Sprintf("%s / %s (team %q): has data although %s: update noDataInTheTrial", p.Dashboard, p.Title, team, why))
 			}
 		}
 	}
+	return out
 }
 
 // panelQuery fills in a panel's Grafana variables the way Grafana would for
