@@ -11,10 +11,21 @@ import (
 )
 
 // agentFlags are the flags `gpuvc agent` accepts.
-var agentFlags = []string{"--node-name", "--interval", "--simulate", "--mig-strategy", "--gfd", "--device-plugin", "--device-plugin-dir", "--gpu-failure", "--metrics-bind-address", "--pod-resources-socket"}
+var agentFlags = []string{"--node-name", "--interval", "--simulate", "--mig-strategy", "--gfd", "--device-plugin", "--device-plugin-dir", "--gpu-failure", "--metrics-bind-address", "--pod-resources-socket",
+	"--gpu-runtime", "--host-root", "--nvidia-toolkit-config", "--device-list-strategy"}
+
+// toolkitConfigs are agent.gpuRuntime.toolkitConfigs by default, toolkitDirs
+// their folders.
+var (
+	toolkitConfigs = []string{"/etc/nvidia-container-runtime/config.toml", "/usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml"}
+	toolkitDirs    = []string{"/etc/nvidia-container-runtime", "/usr/local/nvidia/toolkit/.config/nvidia-container-runtime"}
+)
 
 func TestAgentDaemonSets(t *testing.T) {
 	defaultTolerations := []corev1.Toleration{
+		// Always: the agent lifts its own taints.
+		{Key: "gpuvc.dev/gpu-runtime-unsafe", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "gpuvc.dev/gpu-unhealthy", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
 		{Key: "gpuvc.dev/pool", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
 		{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
 	}
@@ -24,32 +35,36 @@ func TestAgentDaemonSets(t *testing.T) {
 		nvidiaEnv    bool
 		runtimeClass string
 		devicePlugin bool
-		podResources bool  // the kubelet's pod-resources folder, read-only
-		metricsPort  int32 // a container port named metrics; 0: none
+		podResources bool     // the kubelet's pod-resources folder, read-only
+		toolkit      []string // the toolkit config folders, read-only under /host
+		metricsPort  int32    // a container port named metrics; 0: none
 	}
 	cases := map[string]map[string]ds{
 		"defaults": {"gpuvc-agent": {args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint",
-			"--metrics-bind-address=:9402", "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"}, nvidiaEnv: true, podResources: true, metricsPort: 9402}},
-		"agent metrics off": {"gpuvc-agent": {args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint"}, nvidiaEnv: true}},
+			"--gpu-runtime=fence", "--host-root=/host", "--nvidia-toolkit-config=" + strings.Join(toolkitConfigs, ","),
+			"--metrics-bind-address=:9402", "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"}, nvidiaEnv: true, podResources: true, metricsPort: 9402, toolkit: toolkitDirs}},
+		"agent metrics off": {"gpuvc-agent": {args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint",
+			"--gpu-runtime=fence", "--host-root=/host", "--nvidia-toolkit-config=" + strings.Join(toolkitConfigs, ",")}, nvidiaEnv: true, toolkit: toolkitDirs}},
 		"simulated agents": {
 			"gpuvc-agent-a100": {
-				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=8", "--metrics-bind-address=:9402"},
+				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--gpu-runtime=fence", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=8", "--metrics-bind-address=:9402"},
 				nodeSelector: map[string]string{"gpuvc.dev/pool": "a100"}, metricsPort: 9402,
 			},
 			"gpuvc-agent-h100": {
-				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--simulate=product=NVIDIA-H100-80GB-HBM3,count=8", "--metrics-bind-address=:9402"},
+				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--gpu-runtime=fence", "--simulate=product=NVIDIA-H100-80GB-HBM3,count=8", "--metrics-bind-address=:9402"},
 				nodeSelector: map[string]string{"gpuvc.dev/pool": "h100"}, metricsPort: 9402,
 			},
 		},
 		"everything set": {"gpuvc-agent": {
 			args: []string{"--node-name=$(NODE_NAME)", "--interval=30s", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint",
+				"--gpu-runtime=warn", "--host-root=/host", "--nvidia-toolkit-config=/etc/nvidia-container-runtime/config.toml", "--device-list-strategy=volume-mounts",
 				"--metrics-bind-address=:9500", "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"},
 			nodeSelector: map[string]string{"nvidia.com/gpu.present": "true"},
-			nvidiaEnv:    true, runtimeClass: "nvidia", podResources: true, metricsPort: 9500,
+			nvidiaEnv:    true, runtimeClass: "nvidia", podResources: true, metricsPort: 9500, toolkit: []string{"/etc/nvidia-container-runtime"},
 		}},
 		"agent off": {},
 		"kind trial": {"gpuvc-agent-a100": {
-			args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint",
+			args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--gpu-runtime=fence",
 				"--simulate=product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced",
 				"--device-plugin", "--device-plugin-dir=/var/lib/kubelet/device-plugins", "--metrics-bind-address=:9402"},
 			nodeSelector: map[string]string{"gpuvc.dev/pool": "a100"},
@@ -95,10 +110,23 @@ func TestAgentDaemonSets(t *testing.T) {
 				if w.podResources {
 					wantVolumes = append(wantVolumes, "/var/lib/kubelet/pod-resources")
 				}
+				wantVolumes = append(wantVolumes, w.toolkit...)
 				if diff := cmp.Diff(wantVolumes, volumes); diff != "" || len(pod.Volumes) != len(wantVolumes) {
 					t.Errorf("%s: host paths (-want +got):\n%s", dsName, diff)
 				}
 				c := pod.Containers[0]
+				var toolkitMounts []string
+				for _, vm := range c.VolumeMounts {
+					if strings.HasPrefix(vm.Name, "toolkit-config-") {
+						if !vm.ReadOnly {
+							t.Errorf("%s: %s is mounted writable", dsName, vm.MountPath)
+						}
+						toolkitMounts = append(toolkitMounts, strings.TrimPrefix(vm.MountPath, "/host"))
+					}
+				}
+				if diff := cmp.Diff(w.toolkit, toolkitMounts); diff != "" {
+					t.Errorf("%s: toolkit config mounts under /host (-want +got):\n%s", dsName, diff)
+				}
 				var metricsPort int32
 				for _, p := range c.Ports {
 					if p.Name == "metrics" {

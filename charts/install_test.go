@@ -431,9 +431,13 @@ func checkAgentFence(ctx context.Context, t *testing.T) {
 	}
 	dry := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
 	taints, _ := json.Marshal(append(slices.Clone(node.Spec.Taints), corev1.Taint{Key: "gpuvc.dev/gpu-unhealthy", Value: "true", Effect: corev1.TaintEffectNoSchedule}))
+	runtimeTaints, _ := json.Marshal(append(slices.Clone(node.Spec.Taints), corev1.Taint{Key: contract.TaintGPURuntimeUnsafe, Value: "true", Effect: corev1.TaintEffectNoSchedule}))
+	otherTaints, _ := json.Marshal(append(slices.Clone(node.Spec.Taints), corev1.Taint{Key: "gpuvc.dev/other", Value: "true", Effect: corev1.TaintEffectNoSchedule}))
 	for _, tc := range []struct{ name, patch, refusal string }{
 		{"unhealthy-GPU annotation", `{"metadata":{"annotations":{"gpuvc.dev/unhealthy-gpus":"GPU-x"}}}`, ""},
 		{"the agent's taint", `{"spec":{"taints":` + string(taints) + `}}`, ""},
+		{"the agent's runtime taint", `{"spec":{"taints":` + string(runtimeTaints) + `}}`, ""},
+		{"another gpuvc taint", `{"spec":{"taints":` + string(otherTaints) + `}}`, "may not change a node's spec"},
 		{"cordon without cordon-drain", `{"spec":{"unschedulable":true}}`, "may not change a node's spec"},
 	} {
 		_, err := agent.CoreV1().Nodes().Patch(ctx, "a100-0", types.MergePatchType, []byte(tc.patch), dry)

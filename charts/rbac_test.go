@@ -357,13 +357,23 @@ func TestNoWildcards(t *testing.T) {
 
 func TestAgentRBAC(t *testing.T) {
 	// The chart grants exactly what the agent's library says it needs, per
-	// --gpu-failure policy (the default is taint).
-	for values, policy := range map[string]nodeagent.HealthPolicy{
-		"": nodeagent.HealthTaint, "agent: {gpuFailure: report}": nodeagent.HealthReport,
-		"agent: {gpuFailure: cordon-drain}": nodeagent.HealthCordonDrain, "agent: {gpuFailure: \"off\"}": "",
+	// --gpu-failure policy (the default is taint) and --gpu-runtime policy
+	// (the default is fence).
+	type policies struct {
+		health  nodeagent.HealthPolicy
+		runtime nodeagent.RuntimePolicy
+	}
+	for values, p := range map[string]policies{
+		"":                                  {nodeagent.HealthTaint, nodeagent.RuntimeFence},
+		"agent: {gpuFailure: report}":       {nodeagent.HealthReport, nodeagent.RuntimeFence},
+		"agent: {gpuFailure: cordon-drain}": {nodeagent.HealthCordonDrain, nodeagent.RuntimeFence},
+		"agent: {gpuFailure: \"off\"}":      {"", nodeagent.RuntimeFence},
+		"agent: {gpuFailure: \"off\", gpuRuntime: {policy: warn}}":    {"", nodeagent.RuntimeWarn},
+		"agent: {gpuFailure: \"off\", gpuRuntime: {policy: \"off\"}}": {"", ""},
+		"agent: {gpuRuntime: {policy: \"off\"}}":                      {nodeagent.HealthTaint, ""},
 	} {
 		g := grantsOf(t, mustRender(t, values), AgentServiceAccount)
-		if diff := cmp.Diff(nodeagent.RBACRules(policy), g.cluster); diff != "" {
+		if diff := cmp.Diff(nodeagent.RBACRules(p.health, p.runtime), g.cluster); diff != "" {
 			t.Errorf("values %q: agent's cluster-wide rules (-want +got):\n%s", values, diff)
 		}
 		if len(g.byNamespace) != 0 {

@@ -200,7 +200,8 @@ agent:
   priorityClassName: system-node-critical
   nodeSelector: {nvidia.com/gpu.present: "true"}
   podLabels: {team: platform}
-  metrics: {port: 9500, podResourcesDir: /var/lib/kubelet/pod-resources}`,
+  metrics: {port: 9500, podResourcesDir: /var/lib/kubelet/pod-resources}
+  gpuRuntime: {policy: warn, toolkitConfigs: [/etc/nvidia-container-runtime/config.toml], deviceListStrategy: volume-mounts}`,
 }
 
 func TestLint(t *testing.T) {
@@ -382,6 +383,16 @@ func TestSecurityContexts(t *testing.T) {
 						for _, vm := range spec.Containers[0].VolumeMounts {
 							if vm.Name == v.Name && !vm.ReadOnly {
 								t.Errorf("%s %s mounts the pod-resources folder writable", u.GetKind(), u.GetName())
+							}
+						}
+						continue
+					}
+					// A real-GPU agent reads the NVIDIA toolkit's config.toml
+					// folders, mounted read-only.
+					if u.GetKind() == "DaemonSet" && v.HostPath != nil && strings.HasPrefix(v.Name, "toolkit-config-") {
+						for _, vm := range spec.Containers[0].VolumeMounts {
+							if vm.Name == v.Name && !vm.ReadOnly {
+								t.Errorf("%s %s mounts the toolkit config folder %s writable", u.GetKind(), u.GetName(), v.HostPath.Path)
 							}
 						}
 						continue

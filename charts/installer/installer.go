@@ -226,6 +226,9 @@ func (in *Installer) Install(ctx context.Context, opts InstallOptions) (*Result,
 	if err != nil {
 		return nil, err
 	}
+	if n := RuntimeNote(coalesced); n != "" {
+		notes = append(notes, n)
+	}
 	if err := in.preflight(ctx, coalesced, fresh, opts.CreateNamespace); err != nil {
 		return nil, err
 	}

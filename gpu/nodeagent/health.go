@@ -183,11 +183,16 @@ func (h *Health) Enforce(ctx context.Context) error {
 // again after a conflict (the kubelet, the node lifecycle controller or the
 // agent's own publisher wrote it meanwhile).
 func (h *Health) onFreshNode(ctx context.Context, node *corev1.Node, write func(*corev1.Node) error) error {
+	return onFreshNode(ctx, h.Client, h.NodeName, node, write)
+}
+
+// onFreshNode runs write on node, and after a conflict again on a fresh read.
+func onFreshNode(ctx context.Context, client kubernetes.Interface, name string, node *corev1.Node, write func(*corev1.Node) error) error {
 	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
 			var err error
-			if node, err = h.Client.CoreV1().Nodes().Get(ctx, h.NodeName, metav1.GetOptions{}); err != nil {
+			if node, err = client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
 				return err
 			}
 		}

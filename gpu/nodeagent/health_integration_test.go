@@ -40,7 +40,7 @@ import (
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
-// healthIdentity is a ServiceAccount with exactly nodeagent.RBACRules(policy).
+// healthIdentity is a ServiceAccount with exactly nodeagent.RBACRules(policy, "").
 func healthIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane, policy nodeagent.HealthPolicy) (string, kubernetes.Interface) {
 	t.Helper()
 	const ns = "gpuvc-system"
@@ -55,7 +55,7 @@ func healthIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlP
 			return err
 		},
 		func() error {
-			_, err := c.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa}, Rules: nodeagent.RBACRules(policy)}, metav1.CreateOptions{})
+			_, err := c.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa}, Rules: nodeagent.RBACRules(policy, "")}, metav1.CreateOptions{})
 			return err
 		},
 		func() error {

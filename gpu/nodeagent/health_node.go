@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuvc/gpuvc/gpu/health"
 	"github.com/gpuvc/gpuvc/manager/api/contract"
@@ -164,6 +165,12 @@ func (h *Health) untaint(ctx context.Context, node *corev1.Node) error {
 // patchSpec merge-patches the node's spec, conditional on the resourceVersion
 // read.
 func (h *Health) patchSpec(ctx context.Context, node *corev1.Node, spec map[string]any) error {
+	return patchNodeSpec(ctx, h.Client, node, spec, HealthFieldManager)
+}
+
+// patchNodeSpec merge-patches node's spec, conditional on its resourceVersion
+// (taints are an atomic list: a concurrent change is never lost).
+func patchNodeSpec(ctx context.Context, client kubernetes.Interface, node *corev1.Node, spec map[string]any, fieldManager string) error {
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": node.ResourceVersion},
 		"spec":     spec,
@@ -171,6 +178,6 @@ func (h *Health) patchSpec(ctx context.Context, node *corev1.Node, spec map[stri
 	if err != nil {
 		return err
 	}
-	_, err = h.Client.CoreV1().Nodes().Patch(ctx, h.NodeName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: HealthFieldManager})
+	_, err = client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 	return err
 }

@@ -3,12 +3,13 @@ package nodeagent
 import rbacv1 "k8s.io/api/rbac/v1"
 
 // RBACRules are the agent's ClusterRole rules: get and patch of nodes for the
-// publication; with health watching (health != "") also the Node condition
+// publication (and the runtime check's taint); with health watching (health !=
+// "") or the runtime check (runtime != "") also the Node conditions
 // (nodes/status) and events; with HealthCordonDrain also listing pods and
 // evicting them. The chart's ClusterRole must agree.
-func RBACRules(health HealthPolicy) []rbacv1.PolicyRule {
+func RBACRules(health HealthPolicy, runtime RuntimePolicy) []rbacv1.PolicyRule {
 	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}}}
-	if health == "" {
+	if health == "" && runtime == "" {
 		return rules
 	}
 	rules = append(rules,

@@ -15,12 +15,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2/textlogger"
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
+	"github.com/gpuvc/gpuvc/gpu/runtimeconfig"
+	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // NodeNameEnv is where the node name comes from by default (downward API:
@@ -42,6 +45,13 @@ type flags struct {
 	ignoreXIDs      string
 	metricsAddr     string
 	podResources    string
+	gpuRuntime      string
+	toolkitConfig   []string
+	hostRoot        string
+	deviceStrategy  string
+	// toolkitConfigSet: --nvidia-toolkit-config was given (a simulated node
+	// then judges those files instead of its hardened default).
+	toolkitConfigSet bool
 }
 
 // NewCommand returns the agent command. --node-name defaults to $NODE_NAME as
@@ -58,12 +68,18 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			"to the kubelet as nvidia.com/gpu and nvidia.com/mig-<profile> (mixed strategy).\n" +
 			"It also watches the GPUs' health (NVML events: critical XIDs, double-bit ECC, lost GPUs)\n" +
 			"and, per --gpu-failure, sets the Node condition GPUHealthy, taints, cordons and drains.\n" +
-			"Needs RBAC get and patch on nodes; with health watching also patch nodes/status and\n" +
+			"It judges the node's NVIDIA container toolkit configuration and, per --gpu-runtime, sets\n" +
+			"the Node condition GPURuntimeSafe and taints a node whose runtime would give an\n" +
+			"unprivileged container the GPUs it names in NVIDIA_VISIBLE_DEVICES.\n" +
+			"Needs RBAC get and patch on nodes; with health watching or the runtime check also patch nodes/status and\n" +
 			"create events; with cordon-drain also list pods and create pods/eviction.",
 		Example: "  gpuvc agent --node-name=$(NODE_NAME)\n" +
 			"  gpuvc agent --simulate product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced --device-plugin",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), streams, globals, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.toolkitConfigSet = cmd.Flags().Changed("nvidia-toolkit-config")
+			return run(cmd.Context(), streams, globals, f)
+		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.nodeName, "node-name", os.Getenv(NodeNameEnv), "the Node this agent runs on (default $"+NodeNameEnv+", from the downward API's spec.nodeName)")
@@ -79,6 +95,10 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringVar(&f.injectFailures, "inject-gpu-failures", "", "with --simulate: a file whose lines inject failures of simulated GPUs: \"<gpu index or UUID> xid=<n>|ecc|lost\"")
 	fs.StringVar(&f.ignoreXIDs, "ignore-xids", "", "comma-separated XIDs not to treat as GPU failures, besides the application XIDs always ignored (13, 31, 43, 45, 68, 109)")
 	fs.StringVar(&f.podResources, "pod-resources-socket", nodeagent.DefaultPodResourcesSocket, "the kubelet's pod-resources socket: maps GPUs to pods for gpuvc_team_gpu_utilization (real GPUs, with --metrics-bind-address)")
+	fs.StringVar(&f.gpuRuntime, "gpu-runtime", string(nodeagent.RuntimeFence), "what to do when the node's NVIDIA container toolkit would honour NVIDIA_VISIBLE_DEVICES from an unprivileged container (a pod without a GPU request could name every GPU): fence (condition GPURuntimeSafe=False, event, metric, taint "+contract.TaintGPURuntimeUnsafe+":NoSchedule), warn (the same without the taint) or off")
+	fs.StringSliceVar(&f.toolkitConfig, "nvidia-toolkit-config", runtimeconfig.DefaultPaths, "the node's NVIDIA container toolkit config.toml files to judge (every one found must set accept-nvidia-visible-devices-envvar-when-unprivileged = false; none found is unsafe); with --simulate and this flag unset, the simulated node's hardened configuration")
+	fs.StringVar(&f.hostRoot, "host-root", "", "where the node's file system (the folders of --nvidia-toolkit-config) is mounted in the agent's container")
+	fs.StringVar(&f.deviceStrategy, "device-list-strategy", "", "the device plugin's DEVICE_LIST_STRATEGY (envvar, volume-mounts, cdi-annotations, cdi-cri; comma-separated), if known: warns when GPU pods would get no GPU")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", `address of the Prometheus metrics endpoint (/metrics; "0" disables it)`)
 	return cmd
 }
@@ -89,7 +109,8 @@ type config struct {
 	spec     *inventory.Spec // set with --simulate
 	strategy inventory.Strategy
 	gfd      nodeagent.GFDMode
-	health   nodeagent.HealthPolicy // "" with --gpu-failure=off
+	health   nodeagent.HealthPolicy  // "" with --gpu-failure=off
+	runtime  nodeagent.RuntimePolicy // "" with --gpu-runtime=off
 	ignore   []uint64
 }
 
@@ -121,6 +142,11 @@ func (f *flags) validate() (config, error) {
 	if f.gpuFailure != healthOff {
 		if c.health, err = nodeagent.ParseHealthPolicy(f.gpuFailure); err != nil {
 			return c, fmt.Errorf("--gpu-failure: %w (or off)", err)
+		}
+	}
+	if f.gpuRuntime != runtimeOff {
+		if c.runtime, err = nodeagent.ParseRuntimePolicy(f.gpuRuntime); err != nil {
+			return c, fmt.Errorf("--gpu-runtime: %w (or off)", err)
 		}
 	}
 	if c.ignore, err = parseXIDs(f.ignoreXIDs); err != nil {
@@ -201,12 +227,27 @@ func run(ctx context.Context, streams cli.Streams, globals *cli.Globals, f *flag
 		})
 	}
 	reg := prometheus.NewRegistry()
-	if w := f.healthWatcher(inv, c.ignore); c.health != "" && w != nil {
-		h, stopEvents, err := startHealth(ctx, client, f.nodeName, c.health, inv, reg)
-		if err != nil {
+	w := f.healthWatcher(inv, c.ignore)
+	var rec events.EventRecorder
+	if (c.health != "" && w != nil) || c.runtime != "" {
+		var stopEvents func()
+		if rec, stopEvents, err = startEvents(ctx, client); err != nil {
 			return err
 		}
 		defer stopEvents()
+	}
+	if c.runtime != "" {
+		check, err := f.runtimeCheck(client, c.runtime, reg, rec, f.simulate != "" && !f.toolkitConfigSet)
+		if err != nil {
+			return err
+		}
+		tasks = append(tasks, func() error { return check.Run(ctx) })
+	}
+	if c.health != "" && w != nil {
+		h, err := startHealth(client, f.nodeName, c.health, inv, reg, rec)
+		if err != nil {
+			return err
+		}
 		if plugin != nil {
 			h.OnUnhealthy = plugin.SetUnhealthy
 		}

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli/clitest"
+	"github.com/gpuvc/gpuvc/gpu/runtimeconfig"
 )
 
 func execute(t *testing.T, args ...string) (string, error) {
@@ -50,6 +52,7 @@ func TestAgentFlagErrors(t *testing.T) {
 		"arguments":          {[]string{"--node-name=n", "extra"}, []string{"unknown command"}},
 		"gpu failure policy": {[]string{"--node-name=n", "--gpu-failure=drain"}, []string{"--gpu-failure", `"drain"`, "report, taint, cordon-drain", "off"}},
 		"ignore xids":        {[]string{"--node-name=n", "--ignore-xids=48,x"}, []string{"--ignore-xids", `"x"`}},
+		"gpu runtime policy": {[]string{"--node-name=n", "--gpu-runtime=taint"}, []string{"--gpu-runtime", `"taint"`, "fence, warn", "off"}},
 		"inject without simulate": {[]string{"--node-name=n", "--inject-gpu-failures=/tmp/f"},
 			[]string{"--inject-gpu-failures", "--simulate"}},
 		"inject with health off": {[]string{"--node-name=n", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=1", "--inject-gpu-failures=/tmp/f", "--gpu-failure=off"},
@@ -111,5 +114,26 @@ func TestAgentLocalErrorsFirst(t *testing.T) {
 	err := cmd.ExecuteContext(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "NVIDIA driver not found") {
 		t.Errorf("error = %v, want the missing driver", err)
+	}
+}
+
+// The runtime check judges the simulated hardened configuration on simulated
+// nodes unless --nvidia-toolkit-config names files, which are then read under
+// --host-root.
+func TestAgentRuntimeJudge(t *testing.T) {
+	root := t.TempDir()
+	conf := "/etc/nvidia-container-runtime/config.toml"
+	if err := os.MkdirAll(filepath.Join(root, filepath.Dir(conf)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, conf), []byte("accept-nvidia-visible-devices-envvar-when-unprivileged = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := &flags{hostRoot: root, toolkitConfig: []string{conf}, deviceStrategy: "volume-mounts"}
+	if v := f.judge(true)(); !v.Safe || v.File != runtimeconfig.SimulatedPath || len(v.Warnings) > 0 {
+		t.Errorf("simulated default: %+v", v)
+	}
+	if v := f.judge(false)(); v.Safe || v.File != conf || v.Reason != runtimeconfig.ReasonEnvvarAccepted {
+		t.Errorf("node file under the host root: %+v", v)
 	}
 }

@@ -56,24 +56,27 @@ func (f *flags) healthWatcher(inv inventory.Inventory, ignore []uint64) health.W
 	return health.Injected{Path: f.injectFailures, Inventory: inv, IgnoreXIDs: ignore}
 }
 
-// startHealth builds the health side: events to the API server, metrics on
-// reg. The returned stop ends the event broadcaster.
-func startHealth(ctx context.Context, client kubernetes.Interface, node string, policy nodeagent.HealthPolicy, inv inventory.Inventory, reg prometheus.Registerer) (*nodeagent.Health, func(), error) {
+// startEvents starts the agent's event recorder (events.k8s.io, on its Node).
+// The returned stop ends the broadcaster.
+func startEvents(ctx context.Context, client kubernetes.Interface) (events.EventRecorder, func(), error) {
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		return nil, nil, err
+	}
+	return b.NewRecorder(scheme.Scheme, "gpuvc-agent"), b.Shutdown, nil
+}
+
+// startHealth builds the health side: events through rec, metrics on reg.
+func startHealth(client kubernetes.Interface, node string, policy nodeagent.HealthPolicy, inv inventory.Inventory, reg prometheus.Registerer, rec events.EventRecorder) (*nodeagent.Health, error) {
 	var uuids []string
 	for _, g := range inv.GPUs {
 		uuids = append(uuids, g.UUID)
 	}
 	m, err := nodeagent.NewHealthMetrics(reg, uuids)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
-	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		return nil, nil, err
-	}
-	h := &nodeagent.Health{Client: client, NodeName: node, Policy: policy, GPUs: len(inv.GPUs),
-		Recorder: b.NewRecorder(scheme.Scheme, "gpuvc-agent"), Metrics: m}
-	return h, b.Shutdown, nil
+	return &nodeagent.Health{Client: client, NodeName: node, Policy: policy, GPUs: len(inv.GPUs), Recorder: rec, Metrics: m}, nil
 }
 
 // serveMetrics serves reg on addr until ctx ends.

@@ -1,6 +1,7 @@
 package team
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,6 +35,11 @@ func newGetCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 				return err
 			}
 			describe(streams.Out, t, time.Now())
+			// What in the pool cannot serve the team today: no nodes, missing
+			// MIG profiles, GPU nodes fenced for their container runtime.
+			for _, w := range c.PoolWarnings(cmd.Context(), t) {
+				fmt.Fprintf(streams.ErrOut, "warning: team %s: %s\n", t.Name, w)
+			}
 			return nil
 		},
 	}
