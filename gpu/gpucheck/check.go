@@ -37,6 +37,9 @@ type Config struct {
 	// mocks cannot answer the v2 profile info call — their handler calls the
 	// real library — so tests give their own.
 	ProfileName func(d nvml.Device, profileIndex int) string
+	// Root is where the node's file system is mounted ("/" when empty): the
+	// runtime step reads the NVIDIA toolkit's configuration under it.
+	Root string
 	// Progress, if set, hears each step's name as it starts.
 	Progress func(step string)
 }
@@ -87,6 +90,7 @@ func Run(ctx context.Context, c Config) Report {
 		{"Utilization and memory", usageStep},
 		{"XID and ECC events", eventsStep},
 		{"Fraction limits", fractionStep},
+		{"Container runtime", runtimeStep},
 	}
 	for _, s := range steps {
 		if c.Progress != nil {

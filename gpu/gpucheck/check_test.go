@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,8 +48,8 @@ func TestReplayedH200Passes(t *testing.T) {
 	if r.Failures() != 0 {
 		t.Fatalf("failures: %v\n%s", differing(r), r.Markdown())
 	}
-	if len(r.Steps) != 6 {
-		t.Fatalf("%d steps, want 6", len(r.Steps))
+	if len(r.Steps) != 7 {
+		t.Fatalf("%d steps, want 7", len(r.Steps))
 	}
 	if testing.Verbose() {
 		t.Log("\n" + r.Markdown())
@@ -192,5 +193,35 @@ func TestCheckFindsLimitsAboveWhatTheGPUAllocates(t *testing.T) {
 	got := rows(r, "Fraction limits", "2 pods of 0.5")
 	if len(got) != 1 || got[0].Status != Differs || got[0].Gpuvc != "143258" || !strings.Contains(got[0].Reference, "143155") {
 		t.Errorf("row: %+v", got)
+	}
+}
+
+// The runtime step judges the machine's toolkit configuration the agent's way:
+// none at all (the lent H200 had none) is unsafe; the hardened file is safe.
+func TestRuntimeStep(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{"", "ToolkitConfigMissing"},
+		{"accept-nvidia-visible-devices-envvar-when-unprivileged = false\n", "EnvvarIgnoredWhenUnprivileged"},
+	} {
+		root := t.TempDir()
+		if tc.file != "" {
+			dir := filepath.Join(root, "etc", "nvidia-container-runtime")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(tc.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h := &h200{}
+		c := h.config()
+		c.Root = root
+		r := Run(context.Background(), c)
+		got := rows(r, "Container runtime", "verdict")
+		if len(got) != 1 || !strings.Contains(got[0].Field, tc.want) {
+			t.Errorf("file %q: verdict rows %+v, want reason %s", tc.file, got, tc.want)
+		}
 	}
 }
