@@ -11,7 +11,7 @@ const (
 	// LabelKueuePrebuiltWorkload attaches a pod to an existing Workload object
 	// instead of one Kueue builds from the pod; gpuvc removes it.
 	LabelKueuePrebuiltWorkload = "kueue.x-k8s.io/prebuilt-workload-name"
-	KueueAdmissionGate  = "kueue.x-k8s.io/admission"
+	KueueAdmissionGate         = "kueue.x-k8s.io/admission"
 	// KueueLocalQueueName is the LocalQueue the manager creates in a queueing
 	// team's host namespace; the team's GPU pods name it.
 	KueueLocalQueueName = "gpuvc"
