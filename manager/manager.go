@@ -252,9 +252,12 @@ func addWebhook(mgr ctrl.Manager, self string, opts Options) error {
 		return err
 	}
 	wh, err := syncer.New(syncer.Options{
-		Policies:     teampolicy.Source{Reader: mgr.GetClient(), SystemPool: opts.SystemPool},
-		Nodes:        syncer.ClientNodePools{Reader: mgr.GetClient()},
-		Quotas:       syncer.ClientQuotaUsage{Reader: mgr.GetClient(), Name: team.QuotaName},
+		Policies: teampolicy.Source{Reader: mgr.GetClient(), SystemPool: opts.SystemPool},
+		Nodes:    syncer.ClientNodePools{Reader: mgr.GetClient()},
+		Quotas:   syncer.ClientQuotaUsage{Reader: mgr.GetClient(), Name: team.QuotaName},
+		// Uncached: the cache holds only gpuvc's own Secrets; the manager's Role in
+		// every team namespace may get its ConfigMaps and Secrets.
+		EnvSources:   syncer.ClientEnvSources{Reader: mgr.GetAPIReader()},
 		MIG:          migmap.Catalog{},
 		Recorder:     mgr.GetEventRecorder("gpuvc-syncer"),
 		Metrics:      m,

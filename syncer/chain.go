@@ -38,6 +38,10 @@ type Input struct {
 	// NodePools maps every node the pod names to that node's pool ("" when the
 	// node has no pool or was not found). Nodes missing from the map are unknown.
 	NodePools map[string]string
+	// EnvSourceKeys are the keys of the ConfigMaps and Secrets the pod's envFrom
+	// names ("configMap/<name>", "secret/<name>"), as the handler read them;
+	// objects missing here are not judged.
+	EnvSourceKeys map[string][]string
 	// MIG maps MIG profiles between GPU models; nil allows exact profiles only.
 	MIG MIGMapper
 }

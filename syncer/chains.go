@@ -8,7 +8,7 @@ import "github.com/gpuvc/gpuvc/manager/api/contract"
 
 var securityChecks = concat(concat(
 	[]Check{checkPrivileged, checkHostPath, checkHostNamespaces}, baselineChecks),
-	[]Check{checkGPUEnv, checkReservedConfigMaps, checkReservedServiceAccount})
+	[]Check{checkGPUEnv, checkGPUEnvFrom, checkReservedConfigMaps, checkReservedServiceAccount})
 
 // workloadCreate admits a tenant pod (everything vCluster syncs, and any pod not
 // proven to be the control plane).
@@ -22,7 +22,7 @@ var workloadCreate = Chain{
 		mutateSchedulerName, mutatePriorityClass, mutateRuntimeClass, mutateQueue,
 		mutateWholeGPUAsMIG, mutateMIGProfiles, mutateShare,
 		// Last: they read the GPU resources the mutations above settled.
-		mutateKueueQueue, mutateKueueGate,
+		mutateKueueQueue, mutateKueuePriority, mutateKueueGate, mutateForeignGates,
 	},
 }
 
@@ -30,7 +30,7 @@ var workloadCreate = Chain{
 // scheduler and priority come from the platform's StatefulSet and are kept.
 var controlPlaneCreate = Chain{
 	Checks:    concat(securityChecks, []Check{checkNodeName, checkNodeAffinity, checkControlPlaneGPU, checkResourceClaims}),
-	Mutations: []Mutation{mutateReservedMetadata, mutatePoolFence},
+	Mutations: []Mutation{mutateReservedMetadata, mutatePoolFence, mutateForeignGates},
 }
 
 // podUpdate keeps what gpuvc owns through updates.
@@ -46,7 +46,7 @@ var podUpdate = Chain{
 // (kubectl debug): they run next to the pod's GPUs. Where a rule also reads
 // pod-level fields, those are what CREATE judged: an update cannot change them.
 var ephemeralUpdate = Chain{Checks: concat(
-	[]Check{checkPrivileged, checkGPUEnv, checkReservedConfigMaps},
+	[]Check{checkPrivileged, checkGPUEnv, checkGPUEnvFrom, checkReservedConfigMaps},
 	[]Check{checkCapabilities, checkSeccomp, checkAppArmor, checkProcMount, checkHostProcess, checkSELinux})}
 
 func createChain(role string) Chain {

@@ -25,6 +25,7 @@ func FuzzCreateChain(f *testing.F) {
 	f.Add("", "1g.10gb", "2", "0.5", "", "NVIDIA_VISIBLE_DEVICES", "", uint8(1), true)
 	f.Add("2", "3g.40gb", "1", "", "20000", "", "a100", uint8(2), false)
 	f.Add("0.5", "7g.80gb", "-1", "1e-3", "0", "PATH", "system", uint8(3), true)
+	f.Add("1", "", "", "", "", "", "gpu-unhealthy", uint8(8), false)
 	f.Fuzz(func(t *testing.T, gpus, migProfile, migCount, fraction, memory, env, tolerate string, shape uint8, privileged bool) {
 		p := pod()
 		if q, err := resource.ParseQuantity(gpus); err == nil && gpus != "" {
@@ -59,6 +60,12 @@ func FuzzCreateChain(f *testing.F) {
 		case 3:
 			p = p.Toleration(corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpExists})
 		}
+		if shape&8 != 0 {
+			// Taints of gpuvc's own and Kubernetes' node states, by the fuzzer's key.
+			for _, key := range []string{contract.ReservedPrefix + tolerate, tolerate, corev1.TaintNodeUnschedulable} {
+				p = p.Toleration(corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
+			}
+		}
 		if privileged {
 			p = p.Privileged()
 		}
@@ -68,7 +75,17 @@ func FuzzCreateChain(f *testing.F) {
 			return
 		}
 		admitted := in.Pod
+		kept := []corev1.Taint{
+			{Key: contract.TaintGPUUnhealthy, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+			{Key: contract.ReservedPrefix + tolerate, Effect: corev1.TaintEffectNoSchedule},
+			{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule},
+		}
 		for _, tol := range admitted.Spec.Tolerations {
+			for _, taint := range kept {
+				if tol.Key != contract.LabelPool && tol.ToleratesTaint(klog.Background(), &taint, false) {
+					t.Fatalf("admitted pod tolerates the taint %+v the platform keeps pods off with: %+v", taint, tol)
+				}
+			}
 			for _, other := range otherPools {
 				taint := &corev1.Taint{Key: contract.LabelPool, Value: other, Effect: corev1.TaintEffectNoSchedule}
 				if tol.ToleratesTaint(klog.Background(), taint, false) {

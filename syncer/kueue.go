@@ -44,23 +44,95 @@ func mutateKueueQueue(in *Input) []Note {
 	return []Note{{Warning, ReasonKueueQueueSet, fmt.Sprintf("label %s=%s replaced by %s: team %s's queue", contract.LabelKueueQueueName, have, want, in.Policy.Team)}}
 }
 
-// mutateRestoreKueueQueue keeps the Kueue queue label gpuvc set on CREATE: a
-// relabelled or unlabelled pod would leave Kueue's accounting or escape it.
+// mutateKueuePriority keeps a tenant's kueue.x-k8s.io/priority-class only on a
+// pod that waits in the team's queue and only for a WorkloadPriorityClass the
+// team may use (spec.queueing.priorityClasses): the class sets the Workload's
+// priority in the cohort, where it would outrank and preempt other teams. The
+// label is removed otherwise, so the Workload gets the team's own priority
+// (from the pod's allowed priorityClassName, or Kueue's default). A
+// prebuilt-workload-name label, which would attach the pod to a Workload
+// gpuvc did not size, is removed too.
+func mutateKueuePriority(in *Input) []Note {
+	var notes []Note
+	if have, ok := in.Pod.Labels[contract.LabelKueuePriorityClass]; ok &&
+		(wantsKueueQueue(in) == "" || !slices.Contains(in.Policy.AllowedKueuePriorityClasses, have)) {
+		delete(in.Pod.Labels, contract.LabelKueuePriorityClass)
+		allowed := "none"
+		if len(in.Policy.AllowedKueuePriorityClasses) > 0 {
+			allowed = fmt.Sprint(in.Policy.AllowedKueuePriorityClasses)
+		}
+		notes = append(notes, Note{Warning, ReasonKueuePriorityRemoved, fmt.Sprintf(
+			"label %s=%s removed: it would set the priority of the pod's Kueue workload in its cohort (limit: team %s may name %s, on GPU pods that queue); "+
+				"the pod runs with the team's own priority; remove the label or ask the platform team to add the class to spec.queueing.priorityClasses",
+			contract.LabelKueuePriorityClass, have, in.Policy.Team, allowed)})
+	}
+	if have, ok := in.Pod.Labels[contract.LabelKueuePrebuiltWorkload]; ok {
+		delete(in.Pod.Labels, contract.LabelKueuePrebuiltWorkload)
+		notes = append(notes, Note{Warning, ReasonKueuePriorityRemoved, fmt.Sprintf(
+			"label %s=%s removed: gpuvc queues a pod as the Workload Kueue builds from it (limit: no prebuilt workloads); remove the label",
+			contract.LabelKueuePrebuiltWorkload, have)})
+	}
+	return notes
+}
+
+// kueueLabelsKept are the Kueue labels an UPDATE may not change: the queue and
+// the workload's priority and identity are decided at creation.
+var kueueLabelsKept = []string{contract.LabelKueueQueueName, contract.LabelKueuePriorityClass, contract.LabelKueuePrebuiltWorkload}
+
+// mutateRestoreKueueQueue keeps the Kueue labels gpuvc left on CREATE: a
+// relabelled or unlabelled pod would leave Kueue's accounting, escape it or
+// change its priority.
 func mutateRestoreKueueQueue(in *Input) []Note {
-	old, hadOld := in.Old.Labels[contract.LabelKueueQueueName]
-	have, has := in.Pod.Labels[contract.LabelKueueQueueName]
-	if hadOld == has && old == have {
+	var notes []Note
+	for _, key := range kueueLabelsKept {
+		old, hadOld := in.Old.Labels[key]
+		have, has := in.Pod.Labels[key]
+		if hadOld == has && old == have {
+			continue
+		}
+		if !hadOld {
+			delete(in.Pod.Labels, key)
+		} else {
+			if in.Pod.Labels == nil {
+				in.Pod.Labels = map[string]string{}
+			}
+			in.Pod.Labels[key] = old
+		}
+		notes = append(notes, Note{Warning, ReasonKueueQueueSet, fmt.Sprintf("label %s restored to %q: the queue and the workload's priority are chosen by the team policy at creation", key, old)})
+	}
+	return notes
+}
+
+// mutateForeignGates removes gpuvc's own scheduling gates from a pod gpuvc
+// does not hold with them: the share gate from a pod that is not a valid
+// share pod, Kueue's admission gate from a pod that does not wait in the
+// team's queue (only Kueue would lift it, and Kueue ignores a pod without the
+// queue label). The pod would wait forever; gates of other names are the
+// tenant's own and stay.
+func mutateForeignGates(in *Input) []Note {
+	share := false
+	if _, ok, reason, _ := parseShare(in); ok && reason == "" && in.Role != contract.RoleControlPlane {
+		share = true
+	}
+	queued := wantsKueueQueue(in) != "" && in.Role != contract.RoleControlPlane
+	var removed []string
+	in.Pod.Spec.SchedulingGates = slices.DeleteFunc(in.Pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+		if (g.Name == contract.GateGPUShare && !share) || (g.Name == contract.KueueAdmissionGate && !queued) {
+			removed = append(removed, g.Name)
+			return true
+		}
+		return false
+	})
+	if len(in.Pod.Spec.SchedulingGates) == 0 {
+		in.Pod.Spec.SchedulingGates = nil
+	}
+	if len(removed) == 0 {
 		return nil
 	}
-	if !hadOld {
-		delete(in.Pod.Labels, contract.LabelKueueQueueName)
-	} else {
-		if in.Pod.Labels == nil {
-			in.Pod.Labels = map[string]string{}
-		}
-		in.Pod.Labels[contract.LabelKueueQueueName] = old
-	}
-	return []Note{{Warning, ReasonKueueQueueSet, fmt.Sprintf("label %s restored to %q: the queue is chosen by the team policy", contract.LabelKueueQueueName, old)}}
+	return []Note{{Warning, ReasonGateRemoved, fmt.Sprintf(
+		"spec.schedulingGates %v removed: gpuvc's gates are gpuvc's alone (limit: %s only on a pod with a valid gpu-fraction/gpu-memory annotation, %s only on a GPU pod in team %s's queue); "+
+			"remove them: gpuvc gates the pod itself when it needs to",
+		removed, contract.GateGPUShare, contract.KueueAdmissionGate, in.Policy.Team)}}
 }
 
 // Kueue's admission gate holds the ceiling. The ResourceQuota of a queueing team

@@ -32,17 +32,73 @@ func toleratesPool(t corev1.Toleration, pool string) bool {
 		(t.Effect == corev1.TaintEffectNoSchedule || t.Effect == "")
 }
 
-// reachesOtherPools reports whether t tolerates taints of pools other than pool:
-// a wildcard (empty key, Exists), or any gpuvc.dev/pool toleration that is not
-// exactly Equal to pool.
-func reachesOtherPools(t corev1.Toleration, pool string) bool {
-	if t.Key == "" && t.Operator == corev1.TolerationOpExists {
-		return true
-	}
-	if t.Key != contract.LabelPool {
+// MaxNodeProblemTolerationSeconds bounds how long a pod may stay on a node
+// that is not ready or unreachable: the Kubernetes default that the API
+// server's DefaultTolerationSeconds plugin (and vCluster's, in the virtual
+// cluster) writes into every pod.
+const MaxNodeProblemTolerationSeconds = 300
+
+// nodeProblemTaints are the taints Kubernetes itself puts on a node that is
+// not ready or unreachable; a pod may tolerate them (NoExecute) for a bounded
+// time.
+var nodeProblemTaints = []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable}
+
+// tolerationAllowed reports whether a pod of pool may carry t: the pool's own
+// toleration, Kubernetes' not-ready/unreachable NoExecute tolerations for at
+// most MaxNodeProblemTolerationSeconds, or a toleration the team allows
+// (TeamPolicy.AllowedTolerations, compared by key, operator, value and
+// effect; never a gpuvc.dev/ key but the pool). Everything else — wildcards, other pools, gpuvc's own taints (GPU
+// health, runtime), node.kubernetes.io/unschedulable and any other key — is
+// not: tolerating it would put the pod on a node the platform keeps pods off.
+func tolerationAllowed(t corev1.Toleration, pool string, allowed []corev1.Toleration) bool {
+	switch {
+	case t.Key == contract.LabelPool:
+		return toleratesPool(t, pool)
+	case strings.HasPrefix(t.Key, contract.ReservedPrefix):
+		// gpuvc's own taints (GPU health, unsafe runtime): never, whatever the
+		// team's list says.
 		return false
+	case slices.Contains(nodeProblemTaints, t.Key):
+		if t.Effect == corev1.TaintEffectNoExecute && t.TolerationSeconds != nil &&
+			*t.TolerationSeconds >= 0 && *t.TolerationSeconds <= MaxNodeProblemTolerationSeconds &&
+			(t.Operator == corev1.TolerationOpExists || t.Value == "") {
+			return true
+		}
 	}
-	return t.Operator == corev1.TolerationOpExists || t.Value != pool
+	return slices.ContainsFunc(allowed, func(a corev1.Toleration) bool { return sameToleration(a, t) })
+}
+
+// sameToleration compares key, operator (empty is Equal), value and effect;
+// tolerationSeconds only bounds how long and is not compared.
+func sameToleration(a, b corev1.Toleration) bool {
+	op := func(o corev1.TolerationOperator) corev1.TolerationOperator {
+		if o == "" {
+			return corev1.TolerationOpEqual
+		}
+		return o
+	}
+	return a.Key == b.Key && op(a.Operator) == op(b.Operator) && a.Value == b.Value && a.Effect == b.Effect
+}
+
+// ToleratedKey is how a toleration is written in the team's allowed list and
+// the CEL fence's parameters: key|operator|value|effect (operator Equal when
+// empty).
+func ToleratedKey(t corev1.Toleration) string {
+	op := t.Operator
+	if op == "" {
+		op = corev1.TolerationOpEqual
+	}
+	return t.Key + "|" + string(op) + "|" + t.Value + "|" + string(t.Effect)
+}
+
+// tolerationsRemovedMessage names the field, the tolerations removed, the
+// limit and the fix.
+func tolerationsRemovedMessage(field string, removed []string, pool string) string {
+	return fmt.Sprintf(
+		"removed %s [%s]: they would let the pod onto nodes the platform keeps pods off (other pools, cordoned nodes, nodes with a failing GPU or an unsafe runtime) "+
+			"(limit: the pool toleration %s=%s:NoSchedule, %s and %s NoExecute for at most %d s, and the tolerations the team's spec.placement.allowedTolerations lists); "+
+			"remove them, or ask the platform team to allow them for the team",
+		field, strings.Join(removed, ", "), contract.LabelPool, pool, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, MaxNodeProblemTolerationSeconds)
 }
 
 func describeToleration(t corev1.Toleration) string {
@@ -60,6 +116,9 @@ func describeToleration(t corev1.Toleration) string {
 	}
 	if t.Effect != "" {
 		s += ":" + string(t.Effect)
+	}
+	if t.TolerationSeconds != nil {
+		s += fmt.Sprintf(" for %d s", *t.TolerationSeconds)
 	}
 	return s
 }
@@ -85,15 +144,14 @@ func mutatePoolFence(in *Input) []Note {
 	var kept []corev1.Toleration
 	var removed []string
 	for _, t := range pod.Spec.Tolerations {
-		if reachesOtherPools(t, pool) {
+		if !tolerationAllowed(t, pool, in.Policy.AllowedTolerations) {
 			removed = append(removed, describeToleration(t))
 			continue
 		}
 		kept = append(kept, t)
 	}
 	if len(removed) > 0 {
-		notes = append(notes, Note{Warning, ReasonTolerationRemoved, fmt.Sprintf(
-			"removed toleration(s) %s: they would reach node pools other than %s", strings.Join(removed, ", "), pool)})
+		notes = append(notes, Note{Warning, ReasonTolerationRemoved, tolerationsRemovedMessage("spec.tolerations", removed, pool)})
 	}
 	if !slices.ContainsFunc(kept, func(t corev1.Toleration) bool { return toleratesPool(t, pool) }) {
 		kept = append(kept, poolToleration(pool))

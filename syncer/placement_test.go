@@ -5,13 +5,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestMutatePoolFence(t *testing.T) {
 	ours := poolToleration("a100")
-	notReady := corev1.Toleration{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+	notReady := corev1.Toleration{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)}
 	cases := map[string]struct {
 		pod             *corev1.Pod
 		role            string

@@ -58,6 +58,14 @@ type TeamPolicy struct {
 	AllowedPriorityClasses []string
 	// AllowedRuntimeClasses may stay on workload pods; others are removed.
 	AllowedRuntimeClasses []string
+	// AllowedKueuePriorityClasses are the WorkloadPriorityClasses a queueing
+	// team's pods may name (label kueue.x-k8s.io/priority-class); others are
+	// removed. None by default: the team's workloads get Kueue's default.
+	AllowedKueuePriorityClasses []string
+	// AllowedTolerations may stay on pods besides the pool's toleration and
+	// Kubernetes' bounded not-ready/unreachable ones (compared by key,
+	// operator, value and effect); every other toleration is removed.
+	AllowedTolerations []corev1.Toleration
 
 	// VClusterName is the name of the StatefulSet running the team's vCluster
 	// control plane; its pods are pinned to SystemPool. "" exempts no pod.

@@ -17,6 +17,7 @@ const (
 	ReasonHostProcess            = "HostProcess"
 	ReasonSELinuxNotAllowed      = "SELinuxOptionsNotAllowed"
 	ReasonGPUEnv                 = "GPUDeviceEnv"
+	ReasonGPUEnvFrom             = "GPUDeviceEnvFrom"
 	ReasonGPULimitEnv            = "GPULimitEnv"
 	ReasonReservedConfigMap      = "ReservedConfigMap"
 	ReasonReservedServiceAccount = "ReservedServiceAccount"
@@ -57,4 +58,6 @@ const (
 	ReasonTolerationRestored       = "TolerationRestored"
 	ReasonKueueGated               = "KueueGated"
 	ReasonKueueGateRestored        = "KueueGateRestored"
+	ReasonKueuePriorityRemoved     = "KueueLabelRemoved"
+	ReasonGateRemoved              = "SchedulingGateRemoved"
 )

@@ -113,11 +113,29 @@ func checkReservedConfigMaps(in *Input) (string, string, bool) {
 	return "", "", false
 }
 
+// ControlPlaneServiceAccount is the host ServiceAccount of a team's vCluster
+// control plane (vCluster's chart: vc-<release>). Its token carries the
+// control plane's host rights (pods, services, secrets, configmaps,
+// statefulsets of the namespace): no workload runs as it.
+func ControlPlaneServiceAccount(release string) string { return "vc-" + release }
+
+// checkReservedServiceAccount keeps the namespace's platform identities off
+// workload pods: gpuvc-reserve (gpuvc's reservation pods; only gpuvc creates
+// them) and the vCluster control plane's account (only the control plane pod
+// runs as it). Workloads run as vCluster's workload account vc-workload-<release>
+// (vCluster sets it on every synced pod) or default.
 func checkReservedServiceAccount(in *Input) (string, string, bool) {
-	if in.Trusted || in.Pod.Spec.ServiceAccountName != contract.ReserveServiceAccount {
-		return "", "", false
+	sa := in.Pod.Spec.ServiceAccountName
+	switch {
+	case sa == contract.ReserveServiceAccount && !in.Trusted:
+		return ReasonReservedServiceAccount, fmt.Sprintf(
+			"spec.serviceAccountName=%s is reserved for gpuvc's GPU reservation pods (limit: only gpuvc may use it); remove it or use your own service account",
+			sa), true
+	case in.Policy.VClusterName != "" && sa == ControlPlaneServiceAccount(in.Policy.VClusterName) && in.Role != contract.RoleControlPlane:
+		return ReasonReservedServiceAccount, fmt.Sprintf(
+			"spec.serviceAccountName=%s is the identity of team %s's vCluster control plane, with its rights on the host namespace "+
+				"(limit: workload pods run as vc-workload-%s or default); remove spec.serviceAccountName",
+			sa, in.Policy.Team, in.Policy.VClusterName), true
 	}
-	return ReasonReservedServiceAccount, fmt.Sprintf(
-		"spec.serviceAccountName %q is reserved for gpuvc's GPU reservation pods (limit: only gpuvc may use it); remove it or use your own service account",
-		contract.ReserveServiceAccount), true
+	return "", "", false
 }

@@ -79,7 +79,7 @@ func TestReservedServiceAccount(t *testing.T) {
 	runCheckTable(t, checkReservedServiceAccount, map[string]checkCase{
 		"own service account": {pod: pod().Obj()},
 		"tenant borrows the reservation account": {
-			pod: reserve(), reason: ReasonReservedServiceAccount, says: []string{`spec.serviceAccountName "gpuvc-reserve"`, "reserved"},
+			pod: reserve(), reason: ReasonReservedServiceAccount, says: []string{"spec.serviceAccountName=gpuvc-reserve", "reserved"},
 		},
 		"gpuvc's own reservation pod": {pod: reserve(), edit: func(in *Input) { in.Trusted = true }},
 	})

@@ -109,7 +109,7 @@ func mutateUpdateTolerations(in *Input) []Note {
 	var kept []corev1.Toleration
 	var removed, restored []string
 	for _, t := range in.Pod.Spec.Tolerations {
-		if !inOld(t) && reachesOtherPools(t, pool) {
+		if !inOld(t) && !tolerationAllowed(t, pool, in.Policy.AllowedTolerations) {
 			removed = append(removed, describeToleration(t))
 			continue
 		}
@@ -124,8 +124,7 @@ func mutateUpdateTolerations(in *Input) []Note {
 	var notes []Note
 	if len(removed) > 0 {
 		in.Pod.Spec.Tolerations = kept
-		notes = append(notes, Note{Warning, ReasonTolerationRemoved, fmt.Sprintf(
-			"removed added toleration(s) %s: they would reach node pools other than %s", strings.Join(removed, ", "), pool)})
+		notes = append(notes, Note{Warning, ReasonTolerationRemoved, tolerationsRemovedMessage("added toleration(s)", removed, pool)})
 	}
 	if len(restored) > 0 {
 		in.Pod.Spec.Tolerations = kept

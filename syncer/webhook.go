@@ -34,6 +34,9 @@ type Options struct {
 	// Quotas reads a team namespace's ResourceQuota usage, to explain a queueing
 	// team's pod beyond its queue depth; nil leaves that to the quota's own message.
 	Quotas QuotaUsage
+	// EnvSources reads the ConfigMaps and Secrets a pod's envFrom names, to
+	// refuse one that sets an NVIDIA device variable; nil judges env names only.
+	EnvSources EnvSources
 	// Recorder emits events on host pods (vCluster syncs them to the virtual pod).
 	Recorder events.EventRecorder
 	// Metrics records per-team metrics; nil records none.
@@ -124,6 +127,9 @@ func (w *Webhook) input(ctx context.Context, req admission.Request) (*Input, *ad
 	}
 	if in.NodePools, err = w.resolveNodes(ctx, in); err != nil {
 		return respond(admission.Errored(500, fmt.Errorf("looking up nodes named by the pod: %w", err)))
+	}
+	if in.EnvSourceKeys, err = w.resolveEnvSources(ctx, in); err != nil {
+		return respond(admission.Errored(500, fmt.Errorf("reading the ConfigMaps and Secrets the pod's envFrom names: %w", err)))
 	}
 	return in, nil
 }

@@ -3,6 +3,7 @@ package teampolicy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -36,8 +37,15 @@ func Policy(t *gpuvcv1.Team, product string, memMiB int64, systemPool string) *s
 		p.FractionsEnabled = g.Fractions
 		p.WholeGPUAs = g.WholeGPUAs
 	}
+	if pl := t.Spec.Placement; pl != nil {
+		for _, a := range pl.AllowedTolerations {
+			p.AllowedTolerations = append(p.AllowedTolerations, corev1.Toleration{
+				Key: a.Key, Operator: corev1.TolerationOperator(a.Operator), Value: a.Value, Effect: corev1.TaintEffect(a.Effect)})
+		}
+	}
 	if t.Spec.Queueing != nil {
 		p.KueueQueue = contract.KueueLocalQueueName
+		p.AllowedKueuePriorityClasses = slices.Clone(t.Spec.Queueing.PriorityClasses)
 		p.KueueCeiling, p.KueueMaxQueued = queueBounds(&t.Spec)
 	}
 	return p

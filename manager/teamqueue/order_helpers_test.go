@@ -22,7 +22,8 @@ import (
 
 // labelWorkloadPriorityClass is Kueue's label naming a pod's WorkloadPriorityClass:
 // gpuvc strips a tenant's spec.priorityClassName, so this label is how a team
-// orders its own queued pods.
+// orders its own queued pods — with the classes its spec.queueing.priorityClasses
+// lists (gpuvc removes any other).
 const labelWorkloadPriorityClass = "kueue.x-k8s.io/priority-class"
 
 // gpuPool adds a kwok node "<pool>-0" with gpus whole A100s in its own pool, so

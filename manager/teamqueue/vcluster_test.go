@@ -161,7 +161,7 @@ func seenByTeam(ctx context.Context, t *testing.T, vc vcsync.VCluster, hostPod, 
 func TestVirtualGPUPodsQueueThroughVClusterTranslation(t *testing.T) {
 	ctx := integration(t)
 	gpuPool(ctx, t, "vcpool", 1)
-	createTeam(ctx, t, testobj.Team("vq", "vcpool").GPUs(1).Borrow(1).Obj())
+	createTeam(ctx, t, testobj.Team("vq", "vcpool").GPUs(1).Borrow(1).WorkloadPriorityClasses(pcHigh).Obj())
 	waitActive(ctx, t, "vq")
 	ns := gpuvcv1.HostNamespace("vq")
 	dumpWorkloadsOnFailure(t, ns)

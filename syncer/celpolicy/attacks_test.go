@@ -50,9 +50,9 @@ func attacks() map[string]struct {
 	m := map[string]a{
 		// Placement: reach another pool's nodes.
 		"foreign pool toleration": {tenantPod("tol-h100").GPUs("1").Toleration(h100),
-			refusal(c.ReasonTolerationOutsidePool, "spec.tolerations [gpuvc.dev/pool Equal h100:NoSchedule]", "other than Equal a100")},
+			refusal(c.ReasonTolerationOutsidePool, "spec.tolerations [gpuvc.dev/pool Equal h100:NoSchedule]", "limit: gpuvc.dev/pool Equal a100:NoSchedule")},
 		"wildcard toleration": {tenantPod("tol-wildcard").TolerateEverything(),
-			refusal(c.ReasonTolerationOutsidePool, "[* Exists]", "no wildcard toleration")},
+			refusal(c.ReasonTolerationOutsidePool, "[* Exists]", "remove them")},
 		"pool key toleration with Exists": {tenantPod("tol-pool-exists").Toleration(corev1.Toleration{Key: contract.LabelPool, Operator: corev1.TolerationOpExists}),
 			refusal(c.ReasonTolerationOutsidePool, "[gpuvc.dev/pool Exists]")},
 		"nodeName h100-0": {tenantPod("nodename-h100").GPUs("1").NodeName("h100-0"),
@@ -114,6 +114,9 @@ func attacks() map[string]struct {
 			OwnedBy("apps/v1", "StatefulSet", team, types.UID("4a4a4a4a-0000-0000-0000-000000000000")),
 			refusal(c.ReasonPoolNotSelected, "spec.nodeSelector[gpuvc.dev/pool]=system")},
 	}
+	for name, e := range escapeAttacks() {
+		m[name] = e
+	}
 	for name, g := range gapAttacks() {
 		m[name] = g
 	}
@@ -166,7 +169,7 @@ func TestLegitimatePods(t *testing.T) {
 		"gpu-fraction .25":                    {tenant, tenantPod("ok-fraction-short").GPUFraction(".25"), ""},
 		"gpu-memory 20000":                    {tenant, tenantPod("ok-memory").GPUMemory("20000"), ""},
 		"own share ConfigMap":                 {tenant, tenantPod("ok-share").GPUFraction("0.5").EnvFromConfigMap("gpuvc-share-ok-share"), ""},
-		"unrelated toleration":                {tenant, tenantPod("ok-tol").Toleration(corev1.Toleration{Key: contract.ResourceGPU, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}), ""},
+		"toleration the team allows":          {tenant, tenantPod("ok-tol").Toleration(teamToleration), ""},
 		"explicitly unprivileged": {tenant, tenantPod("ok-unpriv").Edit(func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(false), AllowPrivilegeEscalation: ptr.To(false)}
 		}), ""},
@@ -261,9 +264,15 @@ func TestUpdates(t *testing.T) {
 		}, update)
 		refusedByFence(t, err, refusal(c.ReasonTolerationOutsidePool, "[* Exists]")...)
 	})
-	t.Run("adding an unrelated toleration is admitted", func(t *testing.T) {
+	t.Run("adding the GPU health taint's toleration is refused", func(t *testing.T) {
+		err := edit("updated", func(p *corev1.Pod) {
+			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: contract.TaintGPUUnhealthy, Operator: corev1.TolerationOpExists})
+		}, update)
+		refusedByFence(t, err, refusal(c.ReasonTolerationOutsidePool, "[gpuvc.dev/gpu-unhealthy Exists]")...)
+	})
+	t.Run("adding a toleration the team allows is admitted", func(t *testing.T) {
 		if err := edit("updated", func(p *corev1.Pod) {
-			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "example.com/maintenance", Operator: corev1.TolerationOpExists})
+			p.Spec.Tolerations = append(p.Spec.Tolerations, teamToleration)
 		}, update); err != nil {
 			t.Fatal(err)
 		}

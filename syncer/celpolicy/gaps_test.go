@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -38,7 +40,7 @@ var fraudPolicy = syncer.TeamPolicy{
 	Team: team, Namespace: teamNS, Pool: pool, SystemPool: systemPool, PoolGPUMemoryMiB: 81920,
 	MaxGPUsPerPod: maxGPUs, AllowedMIGProfiles: []string{"2g.20gb", "1g.10gb"}, FractionsEnabled: true,
 	AllowedPriorityClasses: []string{allowedClass}, AllowedRuntimeClasses: []string{allowedClass},
-	Queue: fraudQueue, VClusterName: team,
+	Queue: fraudQueue, VClusterName: team, AllowedTolerations: []corev1.Toleration{teamToleration},
 }
 
 // createSchedulingClasses creates the classes the tests name: the Priority and
@@ -276,15 +278,17 @@ func TestOnlyKueueLiftsItsGate(t *testing.T) {
 	localcp.ForTest(t)
 	ctx := poll.TestContext(t)
 	kueue := grantPods(ctx, t, "test-kueue-pods", contract.KueueDefaultUser)
-	tenantPods, kueuePods := env.tenant.CoreV1().Pods(teamNS), kueue.CoreV1().Pods(teamNS)
-	queued := tenantPod("queued").GPUs("1").Label(contract.LabelKueueQueueName, contract.KueueLocalQueueName).SchedulingGate(contract.KueueAdmissionGate).Obj()
+	ns := queuedPolicy.Namespace
+	tenantQueued := queuedTeam(ctx, t)
+	tenantPods, kueuePods := tenantQueued.CoreV1().Pods(ns), kueue.CoreV1().Pods(ns)
+	queued := testobj.Pod("queued", ns).InPool(pool).GPUs("1").Label(contract.LabelKueueQueueName, contract.KueueLocalQueueName).SchedulingGate(contract.KueueAdmissionGate).Obj()
 	if _, err := tenantPods.Create(ctx, queued, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("a queued pod as the webhook makes it was refused: %v", err)
 	}
-	deleteAtEnd(t, teamNS, "queued")
+	deleteAtEnd(t, ns, "queued")
 	ungate := []byte(`{"spec":{"schedulingGates":null}}`)
 	_, err := tenantPods.Patch(ctx, "queued", types.MergePatchType, ungate, metav1.PatchOptions{})
-	refusedByFence(t, err, refusal(c.ReasonKueueGateRemoved, "spec.schedulingGates", contract.KueueAdmissionGate, "removed by "+vclusterUser(team), "limit: only Kueue lifts it")...)
+	refusedByFence(t, err, refusal(c.ReasonKueueGateRemoved, "spec.schedulingGates", contract.KueueAdmissionGate, "removed by "+vclusterUser(queuedPolicy.Team), "limit: only Kueue lifts it")...)
 	if _, err := kueuePods.Patch(ctx, "queued", types.MergePatchType, ungate, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("Kueue lifting its gate was refused: %v", err)
 	}

@@ -2,6 +2,7 @@ package celpolicy_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -55,23 +56,45 @@ func TestWithWebhook(t *testing.T) {
 	}
 	pods := tenantLayered.CoreV1().Pods(layeredNS)
 	test := t
+	health := corev1.Toleration{Key: contract.TaintGPUUnhealthy, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 	for name, tc := range map[string]struct {
-		pod  *testobj.PodWrapper
-		node string // prefix of the node it must run on; "" = only admitted
+		pod   *testobj.PodWrapper
+		node  string                  // prefix of the node it must run on; "" = only admitted
+		check func(*corev1.Pod) error // what the webhook must have left
 	}{
-		"CPU pod":                           {testobj.Pod("cpu", layeredNS), "a100"},
-		"GPU pod":                           {testobj.Pod("gpu", layeredNS).GPUs("2"), "a100-0"},
-		"MIG pod":                           {testobj.Pod("mig", layeredNS).MIG("1g.10gb", "2"), "a100-mig-0"},
-		"wildcard toleration (removed)":     {testobj.Pod("wildcard", layeredNS).GPUs("1").TolerateEverything(), "a100-0"},
-		"selector for h100 (replaced)":      {testobj.Pod("h100", layeredNS).GPUs("1").InPool("h100"), "a100-0"},
-		"fraction (gated, own share CM)":    {testobj.Pod("fraction", layeredNS).GPUFraction("0.5"), ""},
-		"own scheduler (replaced)":          {testobj.Pod("scheduler", layeredNS).SchedulerName("my-scheduler"), "a100"},
-		"critical priority class (removed)": {testobj.Pod("priority", layeredNS).PriorityClass("system-node-critical"), "a100"},
-		"foreign runtime class (removed)":   {testobj.Pod("runtime", layeredNS).RuntimeClass(foreignRuntime), ""},
-		"KAI queue (removed)":               {testobj.Pod("queue", layeredNS).Label(contract.LabelKAIQueue, "other-queue"), ""},
-		"forged gpuvc metadata (removed)": {testobj.Pod("forged", layeredNS).Label(contract.LabelRole, contract.RoleReservation).
-			Annotation(contract.AnnotationGPUUUID, "GPU-victim").Label(contract.LabelShareGroup, "x"), "a100"},
-		"init container and sidecar on GPU": {testobj.Pod("sidecar", layeredNS).GPUs("1").Sidecar("proxy").LimitOn("proxy", contract.ResourceGPU, "1").InitContainer("warmup").LimitOn("warmup", contract.ResourceGPU, "1"), "a100-0"},
+		"CPU pod":                           {pod: testobj.Pod("cpu", layeredNS), node: "a100"},
+		"GPU pod":                           {pod: testobj.Pod("gpu", layeredNS).GPUs("2"), node: "a100-0"},
+		"MIG pod":                           {pod: testobj.Pod("mig", layeredNS).MIG("1g.10gb", "2"), node: "a100-mig-0"},
+		"wildcard toleration (removed)":     {pod: testobj.Pod("wildcard", layeredNS).GPUs("1").TolerateEverything(), node: "a100-0"},
+		"selector for h100 (replaced)":      {pod: testobj.Pod("h100", layeredNS).GPUs("1").InPool("h100"), node: "a100-0"},
+		"fraction (gated, own share CM)":    {pod: testobj.Pod("fraction", layeredNS).GPUFraction("0.5"), node: ""},
+		"own scheduler (replaced)":          {pod: testobj.Pod("scheduler", layeredNS).SchedulerName("my-scheduler"), node: "a100"},
+		"critical priority class (removed)": {pod: testobj.Pod("priority", layeredNS).PriorityClass("system-node-critical"), node: "a100"},
+		"foreign runtime class (removed)":   {pod: testobj.Pod("runtime", layeredNS).RuntimeClass(foreignRuntime), node: ""},
+		"KAI queue (removed)":               {pod: testobj.Pod("queue", layeredNS).Label(contract.LabelKAIQueue, "other-queue"), node: ""},
+		"forged gpuvc metadata (removed)": {pod: testobj.Pod("forged", layeredNS).Label(contract.LabelRole, contract.RoleReservation).
+			Annotation(contract.AnnotationGPUUUID, "GPU-victim").Label(contract.LabelShareGroup, "x"), node: "a100"},
+		"init container and sidecar on GPU": {pod: testobj.Pod("sidecar", layeredNS).GPUs("1").Sidecar("proxy").LimitOn("proxy", contract.ResourceGPU, "1").InitContainer("warmup").LimitOn("warmup", contract.ResourceGPU, "1"), node: "a100-0"},
+		// Issue 22's families: what the webhook removes, the fence admits as left.
+		"GPU health taint toleration (removed)": {pod: testobj.Pod("tol-health", layeredNS).Toleration(health), node: "a100",
+			check: noToleration(contract.TaintGPUUnhealthy)},
+		"unschedulable toleration (removed)": {pod: testobj.Pod("tol-cordon", layeredNS).Toleration(corev1.Toleration{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists}),
+			node: "a100", check: noToleration(corev1.TaintNodeUnschedulable)},
+		"not-ready forever (removed)": {pod: testobj.Pod("tol-notready", layeredNS).Toleration(corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}),
+			check: func(p *corev1.Pod) error {
+				for _, t := range p.Spec.Tolerations {
+					if t.Key == corev1.TaintNodeNotReady && (t.TolerationSeconds == nil || *t.TolerationSeconds > syncer.MaxNodeProblemTolerationSeconds) {
+						return fmt.Errorf("unbounded not-ready toleration stored: %+v", t)
+					}
+				}
+				return nil
+			}},
+		"Kueue priority class (removed)": {pod: testobj.Pod("kueue-priority", layeredNS).Label(contract.LabelKueuePriorityClass, "cluster-critical"), node: "a100",
+			check: noLabel(contract.LabelKueuePriorityClass)},
+		"Kueue queue name (removed)": {pod: testobj.Pod("kueue-queue", layeredNS).Label(contract.LabelKueueQueueName, "other"), node: "a100",
+			check: noLabel(contract.LabelKueueQueueName)},
+		"share gate without a share (removed)": {pod: testobj.Pod("gate-share", layeredNS).SchedulingGate(contract.GateGPUShare), node: "a100", check: noGates},
+		"Kueue gate without a queue (removed)": {pod: testobj.Pod("gate-kueue", layeredNS).SchedulingGate(contract.KueueAdmissionGate), node: "a100", check: noGates},
 	} {
 		t.Run(name, func(t *testing.T) {
 			created, err := pods.Create(ctx, tc.pod.Obj(), metav1.CreateOptions{})
@@ -81,6 +104,11 @@ func TestWithWebhook(t *testing.T) {
 			deleteAtEnd(test, layeredNS, created.Name)
 			if got := created.Spec.NodeSelector[contract.LabelPool]; got != pool {
 				t.Errorf("the webhook did not pin the pool: nodeSelector %v", created.Spec.NodeSelector)
+			}
+			if tc.check != nil {
+				if err := tc.check(created); err != nil {
+					t.Error(err)
+				}
 			}
 			if tc.node != "" {
 				got := poll.Pod(ctx, t, env.cp.Client, layeredNS, created.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
@@ -173,12 +201,74 @@ func TestWithWebhook(t *testing.T) {
 		})
 	}
 
+	// Issue 22's families the webhook refuses (before the fence, which refuses
+	// them too: escapeAttacks).
+	for name, tc := range map[string]struct {
+		pod  *testobj.PodWrapper
+		want []string
+	}{
+		"the control plane's service account": {withServiceAccount(testobj.Pod("sa-cp", layeredNS), "vc-"+layeredTeam),
+			refusal(syncer.ReasonReservedServiceAccount, "spec.serviceAccountName=vc-layered", "limit: workload pods run as vc-workload-layered or default")},
+		"the reservation account": {withServiceAccount(testobj.Pod("sa-reserve", layeredNS), contract.ReserveServiceAccount),
+			refusal(syncer.ReasonReservedServiceAccount, "spec.serviceAccountName=gpuvc-reserve")},
+		"node affinity pool In [h100]": {testobj.Pod("affinity-h100", layeredNS).RequireNodeLabel(contract.LabelPool, corev1.NodeSelectorOpIn, "h100"),
+			refusal(syncer.ReasonAffinityOutsidePool, "gpuvc.dev/pool In [h100]")},
+		"envFrom a ConfigMap setting NVIDIA_VISIBLE_DEVICES": {testobj.Pod("envfrom-devices", layeredNS).EnvFromConfigMap(devicesConfigMap),
+			refusal(syncer.ReasonGPUEnvFrom, "spec.containers[0].envFrom[0].configMapRef.name="+devicesConfigMap, `"NVIDIA_VISIBLE_DEVICES"`)},
+		"envFrom a Secret setting NVIDIA_VISIBLE_DEVICES with a prefix": {testobj.Pod("envfrom-secret", layeredNS).Edit(func(p *corev1.Pod) {
+			p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{Prefix: "NVIDIA_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: devicesConfigMap}}}}
+		}), refusal(syncer.ReasonGPUEnvFrom, "envFrom[0].secretRef.name="+devicesConfigMap, "sets NVIDIA_VISIBLE_DEVICES")},
+	} {
+		t.Run("webhook refuses "+name, func(t *testing.T) {
+			_, err := pods.Create(ctx, tc.pod.Obj(), metav1.CreateOptions{})
+			refusedByWebhook(t, err, tc.want...)
+		})
+	}
+	t.Run("both layers admit the workload account and an envFrom without device variables", func(t *testing.T) {
+		created, err := pods.Create(ctx, withServiceAccount(testobj.Pod("sa-workload", layeredNS), "vc-workload-"+layeredTeam).EnvFromConfigMap("plain").Obj(), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("refused with both layers on: %v", err)
+		}
+		deleteAtEnd(test, layeredNS, created.Name)
+	})
+
 	// Where the layers differ: the webhook admits a nodeName inside the pool,
 	// the CEL fence (which cannot look nodes up) refuses every nodeName.
 	t.Run("nodeName inside the pool is refused by the CEL fence", func(t *testing.T) {
 		_, err := pods.Create(ctx, testobj.Pod("pinned", layeredNS).NodeName("a100-0").Obj(), metav1.CreateOptions{})
 		refusedByFence(t, err, refusal(c.ReasonNodeNameSet, "spec.nodeName=a100-0")...)
 	})
+}
+
+// devicesConfigMap names the ConfigMap and the Secret of the layered namespace
+// that would set NVIDIA_VISIBLE_DEVICES through envFrom.
+const devicesConfigMap = "devices"
+
+func noToleration(key string) func(*corev1.Pod) error {
+	return func(p *corev1.Pod) error {
+		for _, t := range p.Spec.Tolerations {
+			if t.Key == key {
+				return fmt.Errorf("toleration %+v stored", t)
+			}
+		}
+		return nil
+	}
+}
+
+func noLabel(key string) func(*corev1.Pod) error {
+	return func(p *corev1.Pod) error {
+		if v, ok := p.Labels[key]; ok {
+			return fmt.Errorf("label %s=%s stored", key, v)
+		}
+		return nil
+	}
+}
+
+func noGates(p *corev1.Pod) error {
+	if len(p.Spec.SchedulingGates) > 0 {
+		return fmt.Errorf("gates %v stored", p.Spec.SchedulingGates)
+	}
+	return nil
 }
 
 // startWebhook serves the syncer's webhook on a loopback port for the layered
@@ -191,9 +281,10 @@ func startWebhook(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	wh, err := syncer.New(syncer.Options{
-		Policies: &syncertest.NamespacePolicies{Reader: reader, Teams: map[string]syncer.TeamPolicy{layeredTeam: layeredPolicy}},
-		Nodes:    syncer.ClientNodePools{Reader: reader},
-		MIG:      migmap.Catalog{},
+		Policies:   &syncertest.NamespacePolicies{Reader: reader, Teams: map[string]syncer.TeamPolicy{layeredTeam: layeredPolicy}},
+		Nodes:      syncer.ClientNodePools{Reader: reader},
+		MIG:        migmap.Catalog{},
+		EnvSources: syncer.ClientEnvSources{Reader: reader},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +318,20 @@ func startWebhook(ctx context.Context, t *testing.T) {
 	// The namespace: a team namespace with CEL parameters, selected by the
 	// webhook too.
 	if err := createTeamNamespace(ctx, layeredNS, layeredTeam, c.PolicyParams(&layeredPolicy)); err != nil {
+		t.Fatal(err)
+	}
+	if err := createPlatformServiceAccounts(ctx, layeredNS, layeredTeam); err != nil {
+		t.Fatal(err)
+	}
+	// A ConfigMap and a Secret whose keys would set NVIDIA_VISIBLE_DEVICES, and
+	// a ConfigMap without device variables.
+	for name, data := range map[string]map[string]string{devicesConfigMap: {"NVIDIA_VISIBLE_DEVICES": "all"}, "plain": {"APP_MODE": "train"}} {
+		if _, err := cp.Client.CoreV1().ConfigMaps(layeredNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cp.Client.CoreV1().Secrets(layeredNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: devicesConfigMap},
+		StringData: map[string]string{"VISIBLE_DEVICES": "all"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ns, err := cp.Client.CoreV1().Namespaces().Get(ctx, layeredNS, metav1.GetOptions{})

@@ -82,6 +82,9 @@ func setUp(ctx context.Context) error {
 	if err := labelNamespace(ctx, teamNS, testobj.PodSecurityLabels("privileged")); err != nil {
 		return err
 	}
+	if err := createPlatformServiceAccounts(ctx, teamNS, team); err != nil {
+		return err
+	}
 	if _, err := c.CoreV1().Namespaces().Create(ctx, testobj.Namespace(plainNS, nil), metav1.CreateOptions{}); err != nil {
 		return err
 	}

@@ -59,6 +59,17 @@ const (
 	// KeyQueue is the only KAI queue label (kai.scheduler/queue) workload pods
 	// may carry; "" allows none.
 	KeyQueue = "queue"
+	// KeyTolerations lists the tolerations the team allows besides the pool's
+	// and Kubernetes' bounded not-ready/unreachable ones, comma-separated, each
+	// key|operator|value|effect (syncer.ToleratedKey); "" allows none. Without
+	// the key only wildcard and foreign pool tolerations are refused.
+	KeyTolerations = "tolerations"
+	// KeyKueueQueue is the Kueue LocalQueue a queueing team's GPU pods name;
+	// "" = the team does not queue (no pod may name one).
+	KeyKueueQueue = "kueueQueue"
+	// KeyKueuePriorityClasses lists the WorkloadPriorityClasses the team's
+	// queued pods may name (kueue.x-k8s.io/priority-class); "" allows none.
+	KeyKueuePriorityClasses = "kueuePriorityClasses"
 )
 
 // Reasons start every refusal ("gpuvc: <Reason>: ..."). Where the webhook
@@ -99,4 +110,9 @@ const (
 	ReasonForgedMetadata          = "ForgedReservedMetadata"
 	ReasonShareGateRemoved        = "GPUShareGateRemoved"
 	ReasonKueueGateRemoved        = syncer.ReasonKueueGateRemoved
+	ReasonReservedServiceAccount  = syncer.ReasonReservedServiceAccount
+	ReasonAffinityOutsidePool     = syncer.ReasonAffinityOutsidePool
+	ReasonKueueQueueNotAllowed    = "KueueQueueNotAllowed"
+	ReasonKueuePriorityNotAllowed = "KueuePriorityClassNotAllowed"
+	ReasonGateNotAllowed          = "SchedulingGateNotAllowed"
 )

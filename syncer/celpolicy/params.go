@@ -36,6 +36,13 @@ func PolicyParams(p *syncer.TeamPolicy) map[string]string {
 	data[KeyPriorityClasses] = joinSet(p.AllowedPriorityClasses)
 	data[KeyRuntimeClasses] = joinSet(p.AllowedRuntimeClasses)
 	data[KeyQueue] = p.Queue
+	tolerations := make([]string, len(p.AllowedTolerations))
+	for i, t := range p.AllowedTolerations {
+		tolerations[i] = syncer.ToleratedKey(t)
+	}
+	data[KeyTolerations] = joinSet(tolerations)
+	data[KeyKueueQueue] = p.KueueQueue
+	data[KeyKueuePriorityClasses] = joinSet(p.AllowedKueuePriorityClasses)
 	return data
 }
 

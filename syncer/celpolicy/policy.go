@@ -112,8 +112,6 @@ func podChecks() []check {
 	hostNamespaces := `(object.spec.?hostNetwork.orValue(false) ? ["spec.hostNetwork=true"] : []) + ` +
 		`(object.spec.?hostPID.orValue(false) ? ["spec.hostPID=true"] : []) + ` +
 		`(object.spec.?hostIPC.orValue(false) ? ["spec.hostIPC=true"] : [])`
-	describeToleration := `(t.?key.orValue("") == "" ? "*" : t.key) + " " + t.?operator.orValue("Equal") + ` +
-		`(t.?value.orValue("") != "" ? " " + t.value : "") + (t.?effect.orValue("") != "" ? ":" + t.effect : "")`
 
 	// The baseline rules follow privilege escalation and come before host
 	// namespaces: a pod that must break both (hostProcess needs hostNetwork) is
@@ -141,14 +139,6 @@ func podChecks() []check {
 				` + (variables.selectedPool == "" ? "(unset)" : variables.selectedPool) + " but pods of team " + variables.team + " must select pool " + variables.allowedPool + ` +
 				`" (limit: nodeSelector ` + contract.LabelPool + `=" + variables.allowedPool + (variables.create ? "" : ", unchanged after creation") + ` +
 				`"); gpuvc's webhook sets it on every pod, so it is not running for this namespace: retry later or tell the platform team"`,
-		},
-		{
-			reason:  ReasonTolerationOutsidePool,
-			expr:    `size(variables.foreignTolerations) == 0`,
-			message: "spec.tolerations reach other pools (limit: no wildcard toleration, no " + contract.LabelPool + " toleration other than the team's pool)",
-			messageCEL: lit(prefix(ReasonTolerationOutsidePool)+"spec.tolerations [") + ` + variables.foreignTolerations.map(t, ` + describeToleration + `).join(", ") + ` +
-				`"] would let the pod onto other pools' nodes (limit: no wildcard toleration and no ` + contract.LabelPool +
-				` toleration other than Equal " + variables.allowedPool + "); remove them"`,
 		},
 		{
 			reason:  ReasonNodeNameSet,
@@ -269,10 +259,11 @@ func podFence(opts Options) *admissionv1ac.ValidatingAdmissionPolicyApplyConfigu
 				// containers are judged like the others.
 				WithResources("pods", "pods/ephemeralcontainers")))
 	vars := append(podVariables(opts.controlPlaneCreators()), teamVariables()...)
-	for _, v := range append(vars, metadataVariables(opts.trustedUsers(), opts.kueueUsers())...) {
+	vars = append(vars, metadataVariables(opts.trustedUsers(), opts.kueueUsers())...)
+	for _, v := range append(vars, escapeVariables()...) {
 		spec.WithVariables(admissionv1ac.Variable().WithName(v.name).WithExpression(v.expr))
 	}
-	for _, c := range append(append(podChecks(), teamChecks()...), metadataChecks()...) {
+	for _, c := range append(append(append(podChecks(), teamChecks()...), metadataChecks()...), escapeChecks()...) {
 		spec.WithValidations(admissionv1ac.Validation().
 			WithExpression(c.expr).
 			WithMessage(prefix(c.reason) + c.message).

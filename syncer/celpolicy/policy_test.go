@@ -2,6 +2,7 @@ package celpolicy_test
 
 import (
 	"context"
+	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"testing"
 	"time"
@@ -122,15 +123,19 @@ func TestPolicyParams(t *testing.T) {
 			"pool": "a100", "maxGPUsPerPod": "0", "systemPool": "system", "controlPlane": "",
 			"migProfiles": "", "fractions": "false", "gpuMemoryMiB": "0", "schedulerName": "default-scheduler",
 			"priorityClasses": "", "runtimeClasses": "", "queue": "",
+			"tolerations": "", "kueueQueue": "", "kueuePriorityClasses": "",
 		}},
 		"everything": {syncer.TeamPolicy{
 			Pool: "a100", SystemPool: "infra", MaxGPUsPerPod: 4, VClusterName: "fraud", PoolGPUMemoryMiB: 81920,
 			AllowedMIGProfiles: []string{"2g.20gb", "1g.10gb", "2g.20gb"}, WholeGPUAs: "3g.40gb", FractionsEnabled: true,
 			SchedulerName: "kai-scheduler", Queue: "fraud", AllowedPriorityClasses: []string{"low", "", "high"}, AllowedRuntimeClasses: []string{"nvidia"},
+			KueueQueue: "gpuvc", AllowedKueuePriorityClasses: []string{"team-low", "team-batch"},
+			AllowedTolerations: []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}, {Key: "example.com/x", Value: "y"}},
 		}, map[string]string{
 			"pool": "a100", "maxGPUsPerPod": "4", "systemPool": "infra", "controlPlane": "fraud",
 			"migProfiles": "1g.10gb,2g.20gb,3g.40gb", "fractions": "true", "gpuMemoryMiB": "81920", "schedulerName": "kai-scheduler",
 			"priorityClasses": "high,low", "runtimeClasses": "nvidia", "queue": "fraud",
+			"tolerations": "example.com/x|Equal|y|,nvidia.com/gpu|Exists||NoSchedule", "kueueQueue": "gpuvc", "kueuePriorityClasses": "team-batch,team-low",
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -96,6 +96,17 @@ func onlyPoolToleration(t *testing.T, p *corev1.Pod) {
 	}
 }
 
+func noTolerationOf(key string) func(t *testing.T, p *corev1.Pod) {
+	return func(t *testing.T, p *corev1.Pod) {
+		t.Helper()
+		for _, tol := range p.Spec.Tolerations {
+			if tol.Key == key {
+				t.Errorf("toleration %+v survived", tol)
+			}
+		}
+	}
+}
+
 func recorded(reason string) func(t *testing.T, p *corev1.Pod) {
 	return func(t *testing.T, p *corev1.Pod) {
 		t.Helper()
@@ -148,6 +159,25 @@ func attacks() map[string]attack {
 			check:    all(onlyPoolToleration, recorded(syncer.ReasonTolerationRemoved))},
 		"nodeSelector to another pool": {layer: mutatingWebhook, manifest: manifest("a4").GPUs("1").NodeSelector(contract.LabelPool, "h100"),
 			check: all(onlyPoolToleration, recorded(syncer.ReasonPoolSelectorReplaced)), runs: true},
+		// Issue 22: tolerations of taints the platform keeps pods off with.
+		"toleration of the GPU health taint": {layer: mutatingWebhook, manifest: manifest("e1").GPUs("1").
+			Toleration(corev1.Toleration{Key: contract.TaintGPUUnhealthy, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}),
+			check: all(noTolerationOf(contract.TaintGPUUnhealthy), recorded(syncer.ReasonTolerationRemoved)), runs: true},
+		"toleration of a cordoned node": {layer: mutatingWebhook, manifest: manifest("e2").
+			Toleration(corev1.Toleration{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists}),
+			check: all(noTolerationOf(corev1.TaintNodeUnschedulable), recorded(syncer.ReasonTolerationRemoved)), runs: true},
+		"Kueue priority class label": {layer: mutatingWebhook, manifest: manifest("e3").GPUs("1").Label(contract.LabelKueuePriorityClass, "cluster-critical"),
+			check: all(func(t *testing.T, p *corev1.Pod) {
+				if v, ok := p.Labels[contract.LabelKueuePriorityClass]; ok {
+					t.Errorf("label %s=%s stored", contract.LabelKueuePriorityClass, v)
+				}
+			}, recorded(syncer.ReasonKueuePriorityRemoved)), runs: true},
+		"gpuvc's share gate without a share": {layer: mutatingWebhook, manifest: manifest("e4").SchedulingGate(contract.GateGPUShare),
+			check: all(func(t *testing.T, p *corev1.Pod) {
+				if len(p.Spec.SchedulingGates) > 0 {
+					t.Errorf("gates %v stored", p.Spec.SchedulingGates)
+				}
+			}, recorded(syncer.ReasonGateRemoved)), runs: true},
 		"nodeName h100-0": {layer: mutatingWebhook, manifest: manifest("a5").GPUs("1").NodeName("h100-0"),
 			refused: refused(syncer.ReasonNodeNameOutsidePool, "spec.nodeName=h100-0", "in pool h100", "remove spec.nodeName")},
 		"node affinity to the h100 pool": {layer: mutatingWebhook, manifest: manifest("a6").GPUs("1").RequireNodeLabel(contract.LabelPool, corev1.NodeSelectorOpIn, "h100"),

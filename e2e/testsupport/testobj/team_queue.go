@@ -72,3 +72,11 @@ func (w *TeamWrapper) MaxQueuedMIG(profile string, n int32) *TeamWrapper {
 	q.MaxQueued.MIG[profile] = n
 	return w
 }
+
+// WorkloadPriorityClasses lets the Team's pods name these Kueue
+// WorkloadPriorityClasses (spec.queueing.priorityClasses).
+func (w *TeamWrapper) WorkloadPriorityClasses(names ...string) *TeamWrapper {
+	q := w.queueing()
+	q.PriorityClasses = append(q.PriorityClasses, names...)
+	return w
+}

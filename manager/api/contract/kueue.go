@@ -5,7 +5,13 @@ package contract
 // KueueAdmissionGate until its Workload is admitted.
 const (
 	LabelKueueQueueName = "kueue.x-k8s.io/queue-name"
-	KueueAdmissionGate  = "kueue.x-k8s.io/admission"
+	// LabelKueuePriorityClass names the WorkloadPriorityClass of a pod's
+	// Workload; a team may name only the classes its spec.queueing allows.
+	LabelKueuePriorityClass = "kueue.x-k8s.io/priority-class"
+	// LabelKueuePrebuiltWorkload attaches a pod to an existing Workload object
+	// instead of one Kueue builds from the pod; gpuvc removes it.
+	LabelKueuePrebuiltWorkload = "kueue.x-k8s.io/prebuilt-workload-name"
+	KueueAdmissionGate         = "kueue.x-k8s.io/admission"
 	// KueueLocalQueueName is the LocalQueue the manager creates in a queueing
 	// team's host namespace; the team's GPU pods name it.
 	KueueLocalQueueName = "gpuvc"

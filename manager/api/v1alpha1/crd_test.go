@@ -84,15 +84,16 @@ var validTeams = map[string]string{
 	"max per pod without quota":           "metadata: {name: no-quota}\nspec: {pool: a100, quota: {}, maxGPUsPerPod: 2}",
 	"network without CIDRs":               "metadata: {name: open}\nspec: {pool: a100, quota: {}, network: {defaultDeny: false}}",
 	// 200 characters of 2 bytes: the CRD's maxLength counts characters (found by FuzzTeamValidation).
-	"member name of multi-byte characters":  "metadata: {name: accents}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: " + strings.Repeat("é", 200) + "}]}",
-	"fraction limits":                       "metadata: {name: limited}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {fractions: true, fractionLimits: {enabled: true, reserveMiB: 512}}}",
-	"fraction limits off without fractions": "metadata: {name: limits-off}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {fractionLimits: {enabled: false}}}",
-	"idle policy at its limits":             "metadata: {name: sleepy}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 5m}, gpuPods: {after: 720h, action: Evict, maxUtilizationPercent: 100}}}",
-	"idle policy, compound duration":        "metadata: {name: sleepy2}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 1h30m0s}}}",
-	"queueing, full":                        "metadata: {name: elastic}\nspec: {pool: a100, quota: {gpus: 4, mig: {1g.10gb: 2, 3g.40gb: 0}}, queueing: {borrowingLimit: {gpus: 4, mig: {3g.40gb: 2}}, lendingLimit: {gpus: 4, mig: {1g.10gb: 1}}, weight: 3}}",
-	"queueing, queue depth":                 "metadata: {name: deep}\nspec: {pool: a100, quota: {gpus: 2, mig: {1g.10gb: 0}}, queueing: {borrowingLimit: {gpus: 2}, maxQueued: {gpus: 16, mig: {1g.10gb: 4}}}}",
-	"queueing, borrow only":                 "metadata: {name: borrower}\nspec: {pool: a100, quota: {}, queueing: {borrowingLimit: {gpus: 2}, weight: 0}}",
-	"queueing, empty":                       "metadata: {name: queued}\nspec: {pool: a100, quota: {gpus: 2}, queueing: {}}",
+	"member name of multi-byte characters":           "metadata: {name: accents}\nspec: {pool: a100, quota: {}, members: [{kind: User, name: " + strings.Repeat("é", 200) + "}]}",
+	"fraction limits":                                "metadata: {name: limited}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {fractions: true, fractionLimits: {enabled: true, reserveMiB: 512}}}",
+	"allowed tolerations and Kueue priority classes": "metadata: {name: tolerant}\nspec: {pool: a100, quota: {gpus: 2}, placement: {allowedTolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}, {key: example.com/maintenance, value: planned}]}, queueing: {priorityClasses: [team-batch, team.low]}}",
+	"fraction limits off without fractions":          "metadata: {name: limits-off}\nspec: {pool: a100, quota: {gpus: 2}, gpuSharing: {fractionLimits: {enabled: false}}}",
+	"idle policy at its limits":                      "metadata: {name: sleepy}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 5m}, gpuPods: {after: 720h, action: Evict, maxUtilizationPercent: 100}}}",
+	"idle policy, compound duration":                 "metadata: {name: sleepy2}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 1h30m0s}}}",
+	"queueing, full":                                 "metadata: {name: elastic}\nspec: {pool: a100, quota: {gpus: 4, mig: {1g.10gb: 2, 3g.40gb: 0}}, queueing: {borrowingLimit: {gpus: 4, mig: {3g.40gb: 2}}, lendingLimit: {gpus: 4, mig: {1g.10gb: 1}}, weight: 3}}",
+	"queueing, queue depth":                          "metadata: {name: deep}\nspec: {pool: a100, quota: {gpus: 2, mig: {1g.10gb: 0}}, queueing: {borrowingLimit: {gpus: 2}, maxQueued: {gpus: 16, mig: {1g.10gb: 4}}}}",
+	"queueing, borrow only":                          "metadata: {name: borrower}\nspec: {pool: a100, quota: {}, queueing: {borrowingLimit: {gpus: 2}, weight: 0}}",
+	"queueing, empty":                                "metadata: {name: queued}\nspec: {pool: a100, quota: {gpus: 2}, queueing: {}}",
 }
 
 func TestValidTeamIsAcceptedWithDefaults(t *testing.T) {
@@ -123,12 +124,18 @@ var invalidTeams = map[string]struct {
 	manifest string
 	want     []string
 }{
-	"sleep too soon":         {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 1m}}}", want: []string{"spec.idle.vcluster.sleepAfter", "out of range"}},
-	"sleep too late":         {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 721h}}}", want: []string{"spec.idle.vcluster.sleepAfter", "out of range"}},
-	"sleep not a duration":   {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: soon}}}", want: []string{"spec.idle.vcluster.sleepAfter"}},
-	"idle GPU pods too soon": {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {gpuPods: {after: 30s}}}", want: []string{"spec.idle.gpuPods.after", "out of range"}},
-	"idle GPU pods action":   {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {gpuPods: {after: 1h, action: Kill}}}", want: []string{"spec.idle.gpuPods.action"}},
-	"idle GPU pods percent":  {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {gpuPods: {after: 1h, maxUtilizationPercent: 101}}}", want: []string{"spec.idle.gpuPods.maxUtilizationPercent"}},
+	"wildcard toleration allowed":     {manifest: "metadata: {name: w}\nspec: {pool: a100, quota: {}, placement: {allowedTolerations: [{operator: Exists}]}}", want: []string{"spec.placement.allowedTolerations[0].key"}},
+	"empty toleration key":            {manifest: "metadata: {name: w}\nspec: {pool: a100, quota: {}, placement: {allowedTolerations: [{key: \"\", operator: Exists}]}}", want: []string{"spec.placement.allowedTolerations[0].key"}},
+	"gpuvc health taint allowed":      {manifest: "metadata: {name: w}\nspec: {pool: a100, quota: {}, placement: {allowedTolerations: [{key: gpuvc.dev/gpu-unhealthy, operator: Exists}]}}", want: []string{"spec.placement.allowedTolerations", "gpuvc taint"}},
+	"Exists with a value":             {manifest: "metadata: {name: w}\nspec: {pool: a100, quota: {}, placement: {allowedTolerations: [{key: a, operator: Exists, value: b}]}}", want: []string{"spec.placement.allowedTolerations", "Exists takes no value"}},
+	"toleration effect unknown":       {manifest: "metadata: {name: w}\nspec: {pool: a100, quota: {}, placement: {allowedTolerations: [{key: a, effect: Never}]}}", want: []string{"spec.placement.allowedTolerations[0].effect"}},
+	"Kueue priority class not a name": {manifest: "metadata: {name: w}\nspec: {pool: a100, quota: {gpus: 1}, queueing: {priorityClasses: [High]}}", want: []string{"spec.queueing.priorityClasses[0]"}},
+	"sleep too soon":                  {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 1m}}}", want: []string{"spec.idle.vcluster.sleepAfter", "out of range"}},
+	"sleep too late":                  {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: 721h}}}", want: []string{"spec.idle.vcluster.sleepAfter", "out of range"}},
+	"sleep not a duration":            {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {vcluster: {sleepAfter: soon}}}", want: []string{"spec.idle.vcluster.sleepAfter"}},
+	"idle GPU pods too soon":          {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {gpuPods: {after: 30s}}}", want: []string{"spec.idle.gpuPods.after", "out of range"}},
+	"idle GPU pods action":            {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {gpuPods: {after: 1h, action: Kill}}}", want: []string{"spec.idle.gpuPods.action"}},
+	"idle GPU pods percent":           {manifest: "metadata: {name: nap}\nspec: {pool: a100, quota: {}, idle: {gpuPods: {after: 1h, maxUtilizationPercent: 101}}}", want: []string{"spec.idle.gpuPods.maxUtilizationPercent"}},
 	"name with a dot": {
 		manifest: "metadata: {name: a.b}\nspec: {pool: a100, quota: {}}",
 		want:     []string{"metadata.name", "a.b is not a DNS-1035 label"},

@@ -39,6 +39,18 @@ type Queueing struct {
 	// MIG profile must be listed in spec.quota.mig.
 	// +optional
 	MaxQueued *GPUAmount `json:"maxQueued,omitempty"`
+
+	// PriorityClasses are the Kueue WorkloadPriorityClasses the team's pods may
+	// name with the label kueue.x-k8s.io/priority-class; gpuvc removes any
+	// other (the class orders and preempts workloads in the pool's cohort, so
+	// it is the platform's to give). Absent: none, every workload of the team
+	// has Kueue's default priority or its pod's allowed priorityClassName.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	PriorityClasses []string `json:"priorityClasses,omitempty"`
 }
 
 // GPUAmount is a number of whole GPUs and of MIG slices per profile.

@@ -71,6 +71,10 @@ type TeamSpec struct {
 	// +optional
 	Queueing *Queueing `json:"queueing,omitempty"`
 
+	// Placement widens where the team's pods may run within its pool.
+	// +optional
+	Placement *Placement `json:"placement,omitempty"`
+
 	// MaxGPUsPerPod bounds the whole GPUs one pod may request.
 	// +optional
 	// +kubebuilder:validation:Minimum=1

@@ -51,6 +51,7 @@ func (t *Team) Validate() field.ErrorList {
 		errs = append(errs, field.Invalid(spec.Child("pool"), s.Pool, "a pool is a label value of at most 63 lowercase letters, digits and -, e.g. a100"))
 	}
 	errs = append(errs, validateQuota(spec.Child("quota"), s.Quota)...)
+	errs = append(errs, validatePlacement(spec.Child("placement"), s.Placement)...)
 	if m := s.MaxGPUsPerPod; m != nil {
 		p := spec.Child("maxGPUsPerPod")
 		switch {

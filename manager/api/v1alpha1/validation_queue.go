@@ -29,6 +29,18 @@ func validateQueueing(p *field.Path, s TeamSpec) field.ErrorList {
 		errs = append(errs, validateGPUAmount(mp, *m)...)
 		errs = append(errs, migListedInQuota(mp, m.MIG, s.Quota.MIG, "a MIG profile can queue only if spec.quota.mig lists it (a guarantee of 0 is fine); add the profile there or remove it here")...)
 	}
+	pc := p.Child("priorityClasses")
+	if len(q.PriorityClasses) > MaxAllowedListItems {
+		errs = append(errs, field.TooMany(pc, len(q.PriorityClasses), MaxAllowedListItems))
+	}
+	for i, name := range q.PriorityClasses {
+		if len(name) > 253 || !dns1123Subdomain.MatchString(name) {
+			errs = append(errs, field.Invalid(pc.Index(i), name, "a WorkloadPriorityClass name: lowercase letters, digits, - and ., at most 253 characters"))
+		}
+		if slices.Contains(q.PriorityClasses[:i], name) {
+			errs = append(errs, field.Duplicate(pc.Index(i), name))
+		}
+	}
 	if l := q.LendingLimit; l != nil {
 		lp := p.Child("lendingLimit")
 		errs = append(errs, validateGPUAmount(lp, *l)...)
