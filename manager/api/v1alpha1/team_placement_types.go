@@ -18,7 +18,7 @@ type Placement struct {
 
 // AllowedToleration is one toleration a team's pods may keep.
 // +kubebuilder:validation:XValidation:rule="!self.key.startsWith('gpuvc.dev/')",messageExpression="'spec.placement.allowedTolerations: key ' + self.key + ' is a gpuvc taint (pools, failing GPUs, unsafe runtimes), which tenants may not tolerate; remove the entry'"
-// +kubebuilder:validation:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ”",message="spec.placement.allowedTolerations: operator Exists takes no value; remove the value or use Equal"
+// +kubebuilder:validation:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || size(self.value) == 0",message="spec.placement.allowedTolerations: operator Exists takes no value; remove the value or use Equal"
 type AllowedToleration struct {
 	// Key of the taint. A wildcard (empty key) is not allowed.
 	// +kubebuilder:validation:MinLength=1
