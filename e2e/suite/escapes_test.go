@@ -256,8 +256,19 @@ func restartManager(ctx context.Context, t *testing.T) {
 		if d.Spec.Replicas != nil {
 			want = *d.Spec.Replicas
 		}
-		return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want,
-			fmt.Sprintf("generation %d observed %d, updated %d available %d of %d", d.Generation, s.ObservedGeneration, s.UpdatedReplicas, s.AvailableReplicas, want)
+		if !(s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want) {
+			return false, fmt.Sprintf("generation %d observed %d, updated %d available %d of %d", d.Generation, s.ObservedGeneration, s.UpdatedReplicas, s.AvailableReplicas, want)
+		}
+		// The Deployment's status leaves terminating pods out, but the old
+		// manager still runs until it has exited — and with leader election
+		// off (the local stack) it still acts: a team put to sleep by it gets
+		// its waker address, which then refuses connections. Wait until it is
+		// gone.
+		pods, err := backend.Client().CoreV1().Pods(gpuvcNamespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector)})
+		if err != nil {
+			return false, err.Error()
+		}
+		return int32(len(pods.Items)) == want, fmt.Sprintf("%d manager pods (old ones still terminating), want %d", len(pods.Items), want)
 	})
 }
 
