@@ -48,7 +48,9 @@ func describe(w io.Writer, t *gpuvcv1.Team, now time.Time) {
 	if t.Spec.Queueing != nil {
 		line("Queue", "%s", queueLine(t))
 		queueTable(w, t.Status.Queue)
+		line("Priorities", "%s", prioritiesLine(t.Spec.Queueing.PriorityClasses))
 	}
+	line("Tolerates", "%s", toleratesLine(t.Spec.Placement))
 	line("Sharing", "%s", sharingLine(t.Spec.GPUSharing))
 	if g := gpuTimeLine(t.Status.GPUSeconds); g != "" {
 		line("GPU time", "%s", g)
@@ -204,4 +206,40 @@ func queueTable(w io.Writer, q *gpuvcv1.QueueStatus) {
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\n", f.Resource, f.Guaranteed, f.BorrowingLimit, f.Used, f.Borrowed, f.Lent, f.Queued)
 	}
 	_ = tw.Flush()
+}
+
+// prioritiesLine says which Kueue WorkloadPriorityClasses the team's pods may
+// name (kueue.x-k8s.io/priority-class); any other is removed from the pod.
+func prioritiesLine(classes []string) string {
+	if len(classes) == 0 {
+		return "the team's own (pods may name no WorkloadPriorityClass; spec.queueing.priorityClasses)"
+	}
+	return strings.Join(classes, ", ") + " (WorkloadPriorityClasses pods may name)"
+}
+
+// toleratesLine says which tolerations the team's pods keep beyond the pool's
+// and Kubernetes' own (not-ready/unreachable); any other is removed.
+func toleratesLine(p *gpuvcv1.Placement) string {
+	const builtin = "its pool's taint and not-ready/unreachable for at most 300 s"
+	if p == nil || len(p.AllowedTolerations) == 0 {
+		return builtin + " (nothing else: spec.placement.allowedTolerations)"
+	}
+	var parts []string
+	for _, t := range p.AllowedTolerations {
+		op := t.Operator
+		if op == "" {
+			op = "Equal"
+		}
+		s := t.Key + " " + op
+		if t.Value != "" {
+			s += " " + t.Value
+		}
+		if t.Effect != "" {
+			s += ":" + t.Effect
+		} else {
+			s += " (any effect)"
+		}
+		parts = append(parts, s)
+	}
+	return builtin + ", and " + strings.Join(parts, ", ")
 }

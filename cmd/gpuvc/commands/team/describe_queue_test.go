@@ -41,3 +41,24 @@ func TestDescribeShowsTheQueue(t *testing.T) {
 	describe(&b, fraudTeam(), created)
 	require.NotContains(t, b.String(), "Queue:")
 }
+
+// The Kueue priority classes and extra tolerations a team's pods may keep
+// (issue 22): the team's own priority and the built-in tolerations unless the
+// Team lists more.
+func TestDescribeShowsPrioritiesAndTolerations(t *testing.T) {
+	tm := fraudTeam()
+	var b bytes.Buffer
+	describe(&b, tm, created)
+	require.Contains(t, b.String(), "Tolerates:   its pool's taint and not-ready/unreachable for at most 300 s (nothing else: spec.placement.allowedTolerations)\n")
+	require.NotContains(t, b.String(), "Priorities:")
+
+	tm.Spec.Queueing = &gpuvcv1.Queueing{PriorityClasses: []string{"team-batch", "team-low"}}
+	tm.Spec.Placement = &gpuvcv1.Placement{AllowedTolerations: []gpuvcv1.AllowedToleration{
+		{Key: "example.com/maintenance", Value: "planned", Effect: "NoSchedule"},
+		{Key: "nvidia.com/gpu", Operator: "Exists"},
+	}}
+	b.Reset()
+	describe(&b, tm, created)
+	require.Contains(t, b.String(), "Priorities:  team-batch, team-low (WorkloadPriorityClasses pods may name)\n")
+	require.Contains(t, b.String(), "Tolerates:   its pool's taint and not-ready/unreachable for at most 300 s, and example.com/maintenance Equal planned:NoSchedule, nvidia.com/gpu Exists (any effect)\n")
+}
