@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -31,7 +30,6 @@ import (
 	agentcmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	"github.com/gpuvc/gpuvc/e2e/testsupport/identity"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/gpu/health"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
@@ -43,35 +41,7 @@ import (
 // healthIdentity is a ServiceAccount with exactly nodeagent.RBACRules(policy, "").
 func healthIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane, policy nodeagent.HealthPolicy) (string, kubernetes.Interface) {
 	t.Helper()
-	const ns = "gpuvc-system"
-	sa := "gpuvc-agent-" + string(policy)
-	c := cp.Client
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	for _, create := range []func() error{
-		func() error {
-			_, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := c.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa}, Rules: nodeagent.RBACRules(policy, "")}, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: sa},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: sa},
-				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
-			}, metav1.CreateOptions{})
-			return err
-		},
-	} {
-		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	return identity.ServiceAccount(ctx, t, c, cp.Config, ns, sa)
+	return boundIdentity(ctx, t, cp, "gpuvc-agent-"+string(policy), nodeagent.RBACRules(policy, ""))
 }
 
 // An XID injected into a simulated GPU of kwok node h100-0, with the agent's

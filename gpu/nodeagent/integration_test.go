@@ -41,36 +41,46 @@ func TestMain(m *testing.M) {
 // client authenticated with a token of it.
 func agentIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane) (string, kubernetes.Interface) {
 	t.Helper()
-	const ns, sa = "gpuvc-system", "gpuvc-agent"
-	c := cp.Client
-	_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	_, err = c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	_, err = c.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}}},
-	}, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: sa},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
-	}, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	path, client := identity.ServiceAccount(ctx, t, c, cp.Config, ns, sa)
+	path, client := boundIdentity(ctx, t, cp, "gpuvc-agent",
+		[]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}}})
 	// RBAC takes effect at once, but make the test fail clearly if not.
-	_, err = client.CoreV1().Nodes().Get(ctx, "a100-0", metav1.GetOptions{})
+	_, err := client.CoreV1().Nodes().Get(ctx, "a100-0", metav1.GetOptions{})
 	require.NoError(t, err, "the agent's ServiceAccount cannot read nodes")
 	return path, client
+}
+
+// boundIdentity is the ServiceAccount sa in gpuvc-system bound to exactly
+// rules, as the chart binds the agent's: a kubeconfig and a client of it.
+func boundIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane, sa string, rules []rbacv1.PolicyRule) (string, kubernetes.Interface) {
+	t.Helper()
+	const ns = "gpuvc-system"
+	c := cp.Client
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, create := range []func() error{
+		func() error {
+			_, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := c.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa}, Rules: rules}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: sa},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: sa},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+			}, metav1.CreateOptions{})
+			return err
+		},
+	} {
+		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	return identity.ServiceAccount(ctx, t, c, cp.Config, ns, sa)
 }
 
 // ownedLabels returns the label keys a field manager owns on an object.
