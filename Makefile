@@ -91,10 +91,10 @@ lint: ## gofmt and go vet
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.21.0
 
 generate: ## Regenerate deepcopy code and the Team CRD from the Go types
-	$(CONTROLLER_GEN) object paths=./manager/api/... crd:maxDescLen=400 output:crd:dir=charts/gpuvc/crds
+	$(CONTROLLER_GEN) object paths=./api/... crd:maxDescLen=400 output:crd:dir=charts/gpuvc/crds
 
 verify-generated: generate ## Fail if generated files differ from what is committed
-	@git diff --exit-code -- manager/api charts/gpuvc/crds || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code -- api charts/gpuvc/crds || { echo "generated files are stale: run make generate and commit"; exit 1; }
 
 binaries: ## Build (once; ~16 min cold on 2 cores, one progress line per tool) and cache etcd, Kubernetes, kwok, the real node (kubelet, kube-proxy, containerd, kube-router), the vCluster image binaries (vcluster, kine, CoreDNS) and Kueue (`go run ./e2e/localcp/cmd/build-binaries -only kueue` builds Kueue alone)
 	$(GO) run ./e2e/localcp/cmd/build-binaries

@@ -29,10 +29,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/gpuvc/gpuvc/api/contract"
+	"github.com/gpuvc/gpuvc/api/scheme"
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/accounting"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
-	"github.com/gpuvc/gpuvc/manager/api/scheme"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/idle"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/manager/teampolicy"

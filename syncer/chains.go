@@ -1,6 +1,6 @@
 package syncer
 
-import "github.com/gpuvc/gpuvc/manager/api/contract"
+import "github.com/gpuvc/gpuvc/api/contract"
 
 // The chains, in order. Checks come first and refuse; mutations then bring the
 // pod in line. Security first (cheapest to explain), then placement, devices

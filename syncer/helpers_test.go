@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
 )
 

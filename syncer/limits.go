@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/api/contract"
 )
 
 // isGPULimitEnv reports HAMi-core's limit variables: CUDA_DEVICE_MEMORY_LIMIT,

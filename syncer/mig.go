@@ -3,7 +3,7 @@ package syncer
 import (
 	"strings"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/api/contract"
 )
 
 // MIGMapper knows the MIG profiles of GPU models. gpu/mig implements it (see

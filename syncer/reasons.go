@@ -1,6 +1,6 @@
 package syncer
 
-import "github.com/gpuvc/gpuvc/manager/api/contract"
+import "github.com/gpuvc/gpuvc/api/contract"
 
 // Reasons name decisions in refusals, notes, events and metrics.
 const (

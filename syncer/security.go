@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/api/contract"
 )
 
 // Security checks: things a tenant pod could use to reach the node, and thereby

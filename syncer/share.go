@@ -11,7 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/api/contract"
 )
 
 // GPU shares (KAI-Scheduler compatible annotations). A pod annotated with

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuvc/gpuvc/api/podstatus"
 	"github.com/gpuvc/gpuvc/charts"
-	"github.com/gpuvc/gpuvc/manager/api/podstatus"
 )
 
 // Workload is an object of the release whose readiness --wait waits for: the

@@ -9,9 +9,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // shareWatcher sees every pod event of the host (its watch survives API server

@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/kind/localkueue"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // TestHealthTaintTolerationOnTheRealNode (issue 22, class 1): a tenant's pod

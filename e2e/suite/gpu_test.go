@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // TestGPURequestsLandOnTheRightNodes submits each kind of GPU request a team member

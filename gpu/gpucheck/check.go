@@ -45,7 +45,7 @@ type Config struct {
 }
 
 // DefaultReserveMiB is spec.gpuSharing.fractionLimits.reserveMiB's default
-// (manager/api/v1alpha1.DefaultFractionReserveMiB; a test keeps them equal).
+// (api/v1alpha1.DefaultFractionReserveMiB; a test keeps them equal).
 const DefaultReserveMiB = 1024
 
 func (c *Config) defaults() {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/gpu/nvmltest"
-	"github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
 // rows returns a step's rows whose field contains part.

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // gfdNotPublished are labels in GFD's documented set that the agent leaves

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/mig"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Strategy is the device plugin's / GFD's MIG strategy.

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/health"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // drain evicts the pods on the node that hold a failed GPU, as far as the API

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	agentcmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
@@ -35,7 +36,6 @@ import (
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // healthIdentity is a ServiceAccount with exactly nodeagent.RBACRules(policy, "").

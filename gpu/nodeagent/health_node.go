@@ -13,8 +13,8 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/health"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Event reasons on the Node and on evicted pods.

@@ -19,8 +19,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/health"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func gpuPod(name, node, uuid string) *corev1.Pod {

@@ -19,6 +19,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	agentcmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
@@ -28,7 +29,6 @@ import (
 	"github.com/gpuvc/gpuvc/gpu/nodeagent"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share"
 )
 

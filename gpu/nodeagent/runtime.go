@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/runtimeconfig"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // RuntimePolicy is what the agent does to its node when the NVIDIA container

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	agentcmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
@@ -32,7 +33,6 @@ import (
 	"github.com/gpuvc/gpuvc/gpu/nodeagent"
 	"github.com/gpuvc/gpuvc/gpu/runtimeconfig"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // runtimeIdentity is a ServiceAccount with exactly nodeagent.RBACRules("", policy):

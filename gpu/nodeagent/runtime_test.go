@@ -13,8 +13,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/runtimeconfig"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func runtimeCondition(t *testing.T, n *corev1.Node) corev1.NodeCondition {

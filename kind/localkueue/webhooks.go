@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/api/contract"
 )
 
 // Names of the webhook configurations the local runner registers.

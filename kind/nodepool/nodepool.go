@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/mig"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Pool is a set of nodes that share a label and, for GPU pools, a NoSchedule taint

@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/charts"
 	"github.com/gpuvc/gpuvc/charts/installer"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
@@ -19,7 +20,6 @@ import (
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/localstack"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // ErrCannotRun is returned (wrapped, saying what is missing) when neither the

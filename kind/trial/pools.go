@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/mig"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // SystemPool is the pool of the trial's system node: gpuvc's manager and every

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 func TestDemoTeamsAreValidTeamsOfTheTrialPools(t *testing.T) {

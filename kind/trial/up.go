@@ -19,11 +19,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gpuvc/gpuvc/api/contract"
+	"github.com/gpuvc/gpuvc/api/podstatus"
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
-	"github.com/gpuvc/gpuvc/manager/api/podstatus"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 

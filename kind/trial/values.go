@@ -5,8 +5,8 @@ import (
 	"net"
 	"strings"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Image is a container image as the chart takes it.

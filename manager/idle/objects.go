@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/api/contract"
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 )
 
 // vcluster names one team's vCluster objects: the chart names the Service and the

@@ -8,7 +8,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 )
 
 // ownerRef makes the Team the controller of a host object: the object's changes

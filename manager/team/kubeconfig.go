@@ -3,8 +3,8 @@ package team
 import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/api/contract"
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 )
 
 func desiredKubeconfigSecret(t *gpuvcv1.Team, kubeconfig []byte) *corev1ac.SecretApplyConfiguration {

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/team"
 )
 

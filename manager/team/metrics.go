@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/mig"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // UsageCollector exports, per team, the whole GPUs and MIG slices its pods request

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 )
 
 // QueueCollector exports each queueing team's standing in Kueue per GPU kind,

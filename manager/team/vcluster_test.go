@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
 

@@ -7,7 +7,7 @@ import (
 )
 
 // TestLinksNoManager pins the CLI library's weight: it talks to the Team API
-// (manager/api/...) and must not link what reconciles it — the manager, the
+// (api/...) and must not link what reconciles it — the manager, the
 // reconciler, vCluster's Helm seam, the syncer — nor any test support.
 func TestLinksNoManager(t *testing.T) {
 	goTool, err := exec.LookPath("go")
@@ -21,7 +21,7 @@ func TestLinksNoManager(t *testing.T) {
 	const mod = "github.com/gpuvc/gpuvc/"
 	// manager/accounting is allowed for its ledger codec (`team usage` reads the
 	// ledgers); it links only the API, gpu/mig and gpu/share, no controller.
-	allowed := []string{mod + "manager/api/", mod + "manager/teamctl", mod + "manager/accounting", mod + "gpu/mig", mod + "gpu/share"}
+	allowed := []string{mod + "api/", mod + "manager/teamctl", mod + "manager/accounting", mod + "gpu/mig", mod + "gpu/share"}
 	for _, dep := range strings.Fields(string(out)) {
 		if !strings.HasPrefix(dep, mod) {
 			if dep == "testing" || strings.HasPrefix(dep, "helm.sh/") {

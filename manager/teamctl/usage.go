@@ -9,9 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/api/contract"
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/accounting"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
 // Usage is the GPU time teams held in a window, from the manager's accounting

@@ -9,10 +9,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/api/scheme"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localkueue"
-	"github.com/gpuvc/gpuvc/manager/api/scheme"
 	"github.com/gpuvc/gpuvc/manager/managertest"
 )
 

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // podClock records when a watch on a namespace's queued pods first saw each pod

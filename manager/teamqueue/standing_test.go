@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
 // TestStatusShowsBorrowedAndLentPerFlavor: two teams of the a100 pool (kwok

@@ -5,9 +5,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gpuvc/gpuvc/api/contract"
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/gpu/mig"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
 // Standing is what a team's queue status is read from.

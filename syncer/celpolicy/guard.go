@@ -6,7 +6,7 @@ import (
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/api/contract"
 )
 
 // The parameter ConfigMap lives in the team namespace, where the team's vCluster

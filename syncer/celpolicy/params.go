@@ -7,7 +7,7 @@ import (
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/syncer"
 )
 

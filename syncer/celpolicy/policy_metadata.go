@@ -1,6 +1,6 @@
 package celpolicy
 
-import "github.com/gpuvc/gpuvc/manager/api/contract"
+import "github.com/gpuvc/gpuvc/api/contract"
 
 // gpuvc.dev/ metadata drives the share controller: a pod labelled as a
 // reservation with a GPU UUID would hand that UUID to share pods, a share-group

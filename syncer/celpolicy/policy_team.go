@@ -3,7 +3,7 @@ package celpolicy
 import (
 	"strconv"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/api/contract"
 )
 
 // The team policy's rules: what the webhook decides from a TeamPolicy beyond

@@ -8,11 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/vcsync"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Tenant pods through vCluster's own translation (vcsync): what a team writes in

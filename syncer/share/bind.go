@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Binding a share, in an order that is safe to interrupt anywhere: (1) the env

@@ -3,8 +3,8 @@ package share
 import (
 	"strconv"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // FractionLimits asks for HAMi-core's limits in every share pod's environment

@@ -12,8 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // outcome collects what a reconcile asks of the next one.

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 const quotaMessage = "no shared GPU of team %s has room for %s (%s), and holding another GPU would exceed the team's quota: %s. The pod stays gated until a shared GPU frees room or the quota grows"

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // Builders of host pods as the webhook and the controller leave them.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // UngateLatency measures create → gate removed (seen by a watch) for one 0.1

@@ -3,7 +3,7 @@ package testobj
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/api/contract"
 )
 
 // TeamNamespace returns team's host namespace (team-<team>) labelled the way the

@@ -1,6 +1,6 @@
 package testobj
 
-import gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+import gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 
 // queueing returns the Team's spec.queueing, creating it.
 func (w *TeamWrapper) queueing() *gpuvcv1.Queueing {

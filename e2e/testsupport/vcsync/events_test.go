@@ -7,8 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/vcsync"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // A host event on a synced pod reaches the team's virtual pod, renamed; with the

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/vcsync"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 var fraud = vcsync.VCluster{Name: "fraud", HostNamespace: "team-fraud"}

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/mig"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // VisibleDevicesEnv is the variable Allocate sets to the allocated device IDs,

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	agentcmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	reservecmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/reserve"
@@ -38,7 +39,6 @@ import (
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin/fakekubelet"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/share/reserve"
 )
 

@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nvmltest"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // withShutdownCount makes the mock count Shutdown calls.

@@ -18,12 +18,12 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2/textlogger"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
 	"github.com/gpuvc/gpuvc/gpu/runtimeconfig"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // NodeNameEnv is where the node name comes from by default (downward API:

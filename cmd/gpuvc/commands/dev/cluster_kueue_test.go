@@ -13,10 +13,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localkueue"
 	"github.com/gpuvc/gpuvc/kind/localstack"
-	"github.com/gpuvc/gpuvc/manager/api/contract"
 )
 
 // TestDevClusterUpWithKueue: `up --kueue` runs the prebuilt Kueue beside the

@@ -15,10 +15,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/charts"
 	"github.com/gpuvc/gpuvc/charts/installer"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
 // TestInstallUpgradeUninstall walks a platform engineer's path on a real control

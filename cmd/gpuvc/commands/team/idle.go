@@ -7,7 +7,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 )
 
 // idleLine summarises the idle policy and where the vCluster stands, e.g.

@@ -3,7 +3,7 @@ package team
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 )
 
 // printable is a Team as `-o yaml|json` prints it: a manifest `gpuvc team apply -f`

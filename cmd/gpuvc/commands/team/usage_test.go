@@ -12,12 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/api/scheme"
+	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/accounting"
-	"github.com/gpuvc/gpuvc/manager/api/scheme"
-	gpuvcv1 "github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
 
-	"github.com/gpuvc/gpuvc/manager/api/contract"
+	"github.com/gpuvc/gpuvc/api/contract"
 )
 
 // storeLedger writes a team's accounting checkpoint as the manager would, in a

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/charts"
-	"github.com/gpuvc/gpuvc/manager/api/v1alpha1"
 )
 
 // FuzzTeamValidation builds Teams from random fields and checks Validate and the
@@ -29,7 +29,7 @@ import (
 // TestGoAndCRDValidationAgree's job (it needs the API server).
 //
 // It runs under -short (the package's TestMain otherwise starts an API server
-// in every fuzz worker): go test -short -run '^$' -fuzz FuzzTeamValidation ./manager/api/v1alpha1/
+// in every fuzz worker): go test -short -run '^$' -fuzz FuzzTeamValidation ./api/v1alpha1/
 func FuzzTeamValidation(f *testing.F) {
 	f.Add("fraud", "a100", int32(4), "1g.10gb", int32(4), "3g.40gb", int32(1), "64", int32(100), int32(2), int32(8), "", "baseline", "Group", "fraud-ml", "10.0.0.0/8", "0.30.0", uint16(0xfdff))
 	f.Add("a.b", "A100", int32(-1), "1g.7gb", int32(-3), "1g.10gb+me", int32(5000), "-1", int32(0), int32(65), int32(1), "3g.40gb", "strict", "Robot", "", "10.0.0.0/33", "latest", uint16(0x5555))
