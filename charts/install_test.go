@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -40,13 +39,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuvc/gpuvc/api/contract"
+	"github.com/gpuvc/gpuvc/api/pki"
 	"github.com/gpuvc/gpuvc/api/scheme"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
-	"github.com/gpuvc/gpuvc/manager/servingcert"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/vclusters"
@@ -531,7 +530,7 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	port := ports[0]
-	bundle, err := servingcert.Generate([]net.IP{net.ParseIP("127.0.0.1")}, nil, time.Hour)
+	bundle, err := pki.NewServing([]string{"127.0.0.1"}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

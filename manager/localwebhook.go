@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuvc/gpuvc/manager/servingcert"
+	"github.com/gpuvc/gpuvc/api/pki"
 	"github.com/gpuvc/gpuvc/syncer"
 )
 
@@ -29,14 +28,7 @@ func ServeWebhookAt(ctx context.Context, cfg *rest.Config, baseURL, certDir stri
 	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
 		return fmt.Errorf("--webhook-url %q: want https://<host>:<port>, e.g. https://127.0.0.1:9443", baseURL)
 	}
-	var ips []net.IP
-	var names []string
-	if ip := net.ParseIP(u.Hostname()); ip != nil {
-		ips = append(ips, ip)
-	} else {
-		names = append(names, u.Hostname())
-	}
-	bundle, err := servingcert.Generate(ips, names, 365*24*time.Hour)
+	bundle, err := pki.NewServing([]string{u.Hostname()}, 365*24*time.Hour)
 	if err != nil {
 		return err
 	}

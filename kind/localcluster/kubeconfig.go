@@ -19,7 +19,7 @@ func writeKubeconfig(p *PKI, server, user, path string) error {
 	if err != nil {
 		return err
 	}
-	return writeKubeconfigData(p.CA.certPEM, server, user, cert, key, path)
+	return writeKubeconfigData(p.CA.CertPEM, server, user, cert, key, path)
 }
 
 func writeKubeconfigData(caPEM []byte, server, user string, cert, key []byte, path string) error {
@@ -44,5 +44,5 @@ func (cp *ControlPlane) WriteKubeconfig(path, commonName string, orgs ...string)
 	if err != nil {
 		return err
 	}
-	return writeKubeconfigData(cp.PKI.CA.certPEM, cp.Server, commonName, cert, key, path)
+	return writeKubeconfigData(cp.PKI.CA.CertPEM, cp.Server, commonName, cert, key, path)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,9 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/gpuvc/gpuvc/api/pki"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/supervise"
-	"github.com/gpuvc/gpuvc/manager/servingcert"
 )
 
 // DefaultNamespace is Kueue's own namespace unless Options say otherwise.
@@ -88,7 +87,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (k *Kueue, err e
 	s := settings{namespace: opts.Namespace, healthPort: ports[0], webhookPort: ports[1], certDir: filepath.Join(opts.Dir, "certs")}
 	webhookURL := fmt.Sprintf("https://127.0.0.1:%d", s.webhookPort)
 
-	bundle, err := servingcert.Generate([]net.IP{net.IPv4(127, 0, 0, 1)}, nil, 365*24*time.Hour)
+	bundle, err := pki.NewServing([]string{"127.0.0.1"}, 365*24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
@@ -195,8 +194,8 @@ const metricsCertDir = "/etc/kueue/metrics/certs"
 // ensureMetricsCertificate gives Kueue a metrics certificate to load at start:
 // it refuses to start without one, though the local runner never serves metrics.
 // An existing pair is kept.
-func ensureMetricsCertificate(b *servingcert.Bundle) error {
-	if _, err := os.Stat(filepath.Join(metricsCertDir, servingcert.CertFile)); err == nil {
+func ensureMetricsCertificate(b *pki.Serving) error {
+	if _, err := os.Stat(filepath.Join(metricsCertDir, pki.CertFile)); err == nil {
 		return nil
 	}
 	if err := b.WriteFiles(metricsCertDir); err != nil {

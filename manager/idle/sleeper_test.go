@@ -70,9 +70,9 @@ func standInVCluster(ctx context.Context, t *testing.T, team string, sleepAfter 
 	}))
 	// vCluster's certificates and the team's kubeconfig, which trusts its CA.
 	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: team + "-certs", Namespace: ns},
-		Data: map[string][]byte{"ca.crt": ca.certPEM, "ca.key": ca.keyPEM}}))
+		Data: map[string][]byte{"ca.crt": ca.CertPEM, "ca.key": ca.KeyPEM}}))
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters[team] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca.certPEM}
+	kc.Clusters[team] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca.CertPEM}
 	kc.AuthInfos[team] = &clientcmdapi.AuthInfo{Token: "team-token"}
 	kc.Contexts[team] = &clientcmdapi.Context{Cluster: team, AuthInfo: team}
 	kc.CurrentContext = team
@@ -116,7 +116,7 @@ func teamClientAt(t *testing.T, ca *testCA, server string) (_ kubernetes.Interfa
 		}
 		return conn, err
 	}
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{CAData: ca.certPEM},
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM},
 		BearerToken: "team-token", Dial: dial})
 	require.NoError(t, err)
 	return cs, func() {

@@ -3,17 +3,8 @@ package idle
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"net/url"
 	"time"
 
@@ -21,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuvc/gpuvc/api/contract"
+	"github.com/gpuvc/gpuvc/api/pki"
 )
 
 // wakeCertificate is a short-lived serving certificate the team's clients trust:
@@ -65,45 +57,17 @@ func (s *Sleeper) wakeCertificate(ctx context.Context, v vcluster) (*tls.Certifi
 	return nil, fmt.Errorf("none of the CAs in %s/%s-certs signs the team kubeconfig's server certificate", v.namespace, v.release)
 }
 
-// signServing issues a one-hour serving certificate for hosts.
+// signServing issues a one-hour serving certificate for hosts, signed by the
+// team's vCluster CA.
 func signServing(caCertPEM, caKeyPEM []byte, hosts []string, now time.Time) (*tls.Certificate, error) {
-	ca, err := tls.X509KeyPair(caCertPEM, caKeyPEM)
+	ca, err := pki.Parse(caCertPEM, caKeyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("vCluster CA: %w", err)
 	}
-	caCert, err := x509.ParseCertificate(ca.Certificate[0])
+	kp, err := ca.Sign(pki.Spec{CommonName: "gpuvc-waker", Server: true, Hosts: hosts, Validity: time.Hour, Now: now})
 	if err != nil {
 		return nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "gpuvc-waker"},
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h != "" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, key.Public(), ca.PrivateKey.(crypto.Signer))
-	if err != nil {
-		return nil, err
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	pair, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	pair, err := kp.TLS()
 	return &pair, err
 }

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/gpuvc/gpuvc/manager/servingcert"
+	"github.com/gpuvc/gpuvc/api/pki"
 )
 
 // Serving is a webhook server on a loopback port with a throw-away
@@ -29,7 +29,7 @@ type Serving struct {
 // loopback port and returns once the server has started, failing if it has
 // not within timeout.
 func Serve(ctx context.Context, dir string, timeout time.Duration, register func(webhook.Server)) (*Serving, error) {
-	bundle, err := servingcert.Generate([]net.IP{net.ParseIP("127.0.0.1")}, nil, 24*time.Hour)
+	bundle, err := pki.NewServing([]string{"127.0.0.1"}, 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
