@@ -6,13 +6,10 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
-	"strings"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/gpuvc/gpuvc/gpu/mig"
 )
 
 // Limits of a Team spec. The CRD schema (team_types.go markers) states the same
@@ -185,31 +182,6 @@ func validateMembers(p *field.Path, members []Member) field.ErrorList {
 		seen[m] = true
 	}
 	return errs
-}
-
-// KnownMIGProfiles lists, sorted, every MIG profile some GPU model gpuvc knows offers.
-func KnownMIGProfiles() []string {
-	set := map[string]bool{}
-	for _, m := range mig.Models() {
-		for _, p := range m.Profiles {
-			set[p.Name] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(set))
-}
-
-// knownProfile reports an error unless some catalog model offers the profile.
-func knownProfile(name string) error {
-	if _, err := mig.ParseProfileName(name); err != nil {
-		return err
-	}
-	known := KnownMIGProfiles()
-	for _, p := range known {
-		if p == name {
-			return nil
-		}
-	}
-	return fmt.Errorf("no known GPU model offers MIG profile %s; known profiles: %s", name, strings.Join(known, ", "))
 }
 
 // UnlimitedGPUsPerPod stands for "no per-pod GPU bound" where a number is needed.

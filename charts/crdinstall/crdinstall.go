@@ -6,6 +6,7 @@ package crdinstall
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -13,11 +14,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 )
 
 // Apply creates or replaces each CRD, then waits until all are Established
-// (served), so a caller may use their kinds at once.
+// (served) and API discovery lists their kinds, so a caller may use them at
+// once: a client whose REST mapper reads discovery right after Established can
+// still get "no matches for kind".
 func Apply(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
@@ -53,6 +57,45 @@ func Apply(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.Custom
 		if err != nil {
 			return fmt.Errorf("waiting for CRD %s to be established: %w", crd.Name, err)
 		}
+	}
+	return waitDiscovery(ctx, cfg, crds)
+}
+
+// waitDiscovery waits until API discovery lists every CRD's kind in each served
+// version: clients map kinds to resources through it.
+func waitDiscovery(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	want := map[string][]string{} // group/version -> plurals
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				gv := crd.Spec.Group + "/" + v.Name
+				want[gv] = append(want[gv], crd.Spec.Names.Plural)
+			}
+		}
+	}
+	var missing string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for gv, plurals := range want {
+			list, err := dc.ServerResourcesForGroupVersion(gv)
+			if err != nil {
+				missing = gv + ": " + err.Error()
+				return false, nil
+			}
+			for _, p := range plurals {
+				if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == p }) {
+					missing = gv + "/" + p
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for API discovery to list the CRDs' kinds (still missing %s): %w", missing, err)
 	}
 	return nil
 }

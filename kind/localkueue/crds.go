@@ -7,12 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -92,51 +89,12 @@ func webhookConvertedCRDs(crdDir string) ([]string, error) {
 	return names, nil
 }
 
-// applyCRDs creates or replaces each CRD, waits until all are established and
-// then until discovery lists them.
+// applyCRDs creates or replaces each CRD and waits until API discovery lists
+// them: Kueue sets up its indexes at start from discovery, and a kind that is
+// established but not yet discovered makes it exit ("no matches for kind").
 func applyCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	if err := crdinstall.Apply(ctx, cfg, crds); err != nil {
 		return fmt.Errorf("Kueue's CRDs: %w", err)
-	}
-	return waitDiscovery(ctx, cfg, crds)
-}
-
-// waitDiscovery waits until API discovery lists every CRD's kind in each served
-// version: Kueue sets up its indexes at start from discovery, and a kind that is
-// established but not yet discovered makes it exit ("no matches for kind").
-func waitDiscovery(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	want := map[string][]string{} // group/version -> plurals
-	for _, crd := range crds {
-		for _, v := range crd.Spec.Versions {
-			if v.Served {
-				gv := crd.Spec.Group + "/" + v.Name
-				want[gv] = append(want[gv], crd.Spec.Names.Plural)
-			}
-		}
-	}
-	var missing string
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		for gv, plurals := range want {
-			list, err := dc.ServerResourcesForGroupVersion(gv)
-			if err != nil {
-				missing = gv + ": " + err.Error()
-				return false, nil
-			}
-			for _, p := range plurals {
-				if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == p }) {
-					missing = gv + "/" + p
-					return false, nil
-				}
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for API discovery to list Kueue's kinds (still missing %s): %w", missing, err)
 	}
 	return nil
 }
