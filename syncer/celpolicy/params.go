@@ -75,3 +75,16 @@ func joinSet(names []string) string {
 	slices.Sort(s)
 	return strings.Join(slices.Compact(s), ",")
 }
+
+// webhookOnlyFields are the syncer.TeamPolicy fields PolicyParams does not
+// pass to the CEL fence, each with the reason the fence needs no parameter for
+// it. Every other field must change the parameters (TestEveryTeamPolicyField
+// ReachesTheFence): a new field reaches the webhook and the CEL layer both, or
+// is listed here on purpose.
+var webhookOnlyFields = map[string]string{
+	"Team":           "names objects and messages only; the fence is bound per namespace",
+	"Namespace":      "where the parameter ConfigMap itself lives: the binding finds it by namespace",
+	"PoolGPUProduct": "maps a MIG request for another GPU model onto the pool's profiles, a mutation that needs gpu/mig's catalog; the fence checks the mapped profile against the MIG allow-list",
+	"KueueCeiling":   "the namespace's ResourceQuota enforces ceiling plus queue at admission in both layers' stead; the webhook uses it only to explain a refused pod",
+	"KueueMaxQueued": "as KueueCeiling: enforced by the namespace's ResourceQuota; the webhook uses it only to explain a refused pod",
+}
