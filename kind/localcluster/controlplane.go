@@ -9,13 +9,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gpuvc/gpuvc/kind/bringup"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/kind/supervise"
 )
@@ -99,150 +98,26 @@ const stateFile = "state.json"
 
 // Start starts a control plane from prebuilt binaries and waits until it is ready: the
 // API server answers /readyz, the controller manager and scheduler are healthy, the
-// default ServiceAccount exists and every simulated node is Ready. On error nothing
-// it started is left running.
-func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+// default ServiceAccount exists and every simulated node is Ready. It runs the
+// steps of start.go in order, each named in the progress on Options.Log and, when
+// it fails, in the error. On error nothing it started is left running.
+func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	log := opts.Log
 	if log == nil {
 		log = io.Discard
 	}
 	began := time.Now()
-	cp = &ControlPlane{Dir: opts.Dir, detached: opts.Detached}
-	if cp.Dir == "" {
-		if cp.Dir, err = os.MkdirTemp("", "gpuvc-localcp-"); err != nil {
-			return nil, err
-		}
-		cp.removeDir = true
-	}
-	defer func() {
-		if err != nil {
-			_ = cp.Stop()
-		}
-	}()
-	if cp.Binaries = opts.Binaries; cp.Binaries == nil {
-		m, err := LoadManifest()
-		if err != nil {
-			return nil, err
-		}
-		if cp.Binaries, err = m.ControlPlane(); err != nil {
-			return nil, err
-		}
-	}
-	ports, err := FreePorts(6)
-	if err != nil {
-		return nil, err
-	}
-	etcdPort, peerPort, apiPort, kwokPort := ports[0], ports[1], ports[2], ports[5]
-	cp.kcmPort, cp.schedPort = ports[3], ports[4]
-	if opts.APIPort != 0 {
-		apiPort = opts.APIPort
-	} else if opts.NodeIP != nil {
-		if cp.nodeIPLock, err = LockExclusive(ctx, nodeIPLock, "another control plane for a real node runs on this machine"); err != nil {
-			return nil, err
-		}
-		// Pods reach the API server at its endpoint's port once kube-proxy has
-		// translated the Service address, and NetworkPolicies (gpuvc's for vCluster
-		// control planes among them) allow the API server's usual port, as on
-		// kubeadm clusters.
-		if apiPort, err = portFree(nodeAPIPort); err != nil {
-			return nil, err
-		}
-	}
-	cp.Server = "https://127.0.0.1:" + strconv.Itoa(apiPort)
-
-	ips := append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)}, opts.ExtraSANs...)
-	if opts.NodeIP != nil {
-		ips = append(ips, opts.NodeIP)
-	}
-	if cp.PKI, err = newPKI(filepath.Join(cp.Dir, "pki"), ips, apiServerNames); err != nil {
-		return nil, fmt.Errorf("generating PKI: %w", err)
-	}
-	if opts.NodeIP != nil {
-		// As kubeadm's apiserver-kubelet-client: a group the default RBAC lets use
-		// every kubelet API (the kubelets authorize through a webhook).
-		if err := cp.PKI.WriteClientCert(kubeletClientCert, kubeletClientCert, "system:masters"); err != nil {
-			return nil, err
-		}
-	}
-	cp.Kubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
-	for user, path := range map[string]string{
-		"admin":                   cp.Kubeconfig,
-		"kube-controller-manager": cp.kubeconfigPath(ControllerManager),
-		"kube-scheduler":          cp.kubeconfigPath(Scheduler),
-		"kwok":                    cp.kubeconfigPath(Kwok),
-	} {
-		if err := writeKubeconfig(cp.PKI, cp.Server, user, path); err != nil {
-			return nil, err
-		}
-	}
-	if cp.Config, err = clientcmd.BuildConfigFromFlags("", cp.Kubeconfig); err != nil {
-		return nil, err
-	}
-	cp.Config.QPS, cp.Config.Burst = 100, 200
-	if cp.Client, err = kubernetes.NewForConfig(cp.Config); err != nil {
-		return nil, err
-	}
-	logDir := filepath.Join(cp.Dir, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, err
-	}
-	start := func(c Component, bin string, args []string) error {
-		fmt.Fprintf(log, "localcluster: starting %s\n", c)
-		p, err := supervise.Start(string(c), bin, args, nil, logDir, opts.Detached)
-		if err != nil {
-			return err
-		}
-		cp.procs = append(cp.procs, p)
-		return cp.writeState()
-	}
-
-	if err := start(Etcd, cp.Binaries.Etcd, etcdArgs(cp.Dir, etcdPort, peerPort)); err != nil {
-		return nil, err
-	}
-	if err := cp.waitHTTP(ctx, Etcd, fmt.Sprintf("http://127.0.0.1:%d/health", etcdPort)); err != nil {
-		return nil, err
-	}
-	cp.apiArgs = append(apiServerArgs(cp.PKI, etcdPort, apiPort, opts.NodeIP), opts.ExtraAPIServerArgs...)
-	if err := start(APIServer, cp.Binaries.APIServer, cp.apiArgs); err != nil {
-		return nil, err
-	}
-	if err := cp.waitAPIServer(ctx); err != nil {
+	s := &starter{cp: &ControlPlane{Dir: opts.Dir, detached: opts.Detached}, opts: opts}
+	if err := bringup.Run(ctx, "localcluster", log, s.steps()); err != nil {
+		_ = s.cp.Stop()
 		return nil, err
 	}
 	if opts.APIOnly {
-		fmt.Fprintf(log, "localcluster: API server ready at %s\n", cp.Server)
-		return cp, nil
+		fmt.Fprintf(log, "localcluster: API server ready at %s\n", s.cp.Server)
+		return s.cp, nil
 	}
-	if err := start(ControllerManager, cp.Binaries.ControllerManager, controllerManagerArgs(cp, cp.kcmPort)); err != nil {
-		return nil, err
-	}
-	if err := start(Scheduler, cp.Binaries.Scheduler, schedulerArgs(cp, cp.schedPort)); err != nil {
-		return nil, err
-	}
-	stages, err := writeKwokStages(cp.Dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := start(Kwok, cp.Binaries.Kwok, kwokArgs(cp, stages, kwokPort)); err != nil {
-		return nil, err
-	}
-	for c, port := range map[Component]int{ControllerManager: cp.kcmPort, Scheduler: cp.schedPort} {
-		if err := cp.waitHTTP(ctx, c, fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err != nil {
-			return nil, err
-		}
-	}
-	pools := opts.Pools
-	if pools == nil {
-		pools = nodepool.Default()
-	}
-	if err := cp.AddNodes(ctx, pools); err != nil {
-		return nil, err
-	}
-	if err := cp.WaitForServiceAccount(ctx, "default", "default"); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "localcluster: ready at %s in %v (kubeconfig %s)\n", cp.Server, time.Since(began).Round(10*time.Millisecond), cp.Kubeconfig)
-	return cp, nil
+	fmt.Fprintf(log, "localcluster: ready at %s in %v (kubeconfig %s)\n", s.cp.Server, time.Since(began).Round(10*time.Millisecond), s.cp.Kubeconfig)
+	return s.cp, nil
 }
 
 // ServiceCIDR is the range ClusterIPs are taken from; ServiceIP is the `kubernetes`
