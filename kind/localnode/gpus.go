@@ -20,7 +20,7 @@ import (
 // device-plugin API, in this process, on the kubelet's fixed device-plugin
 // folder. Started before the kubelet, the plugin registers the moment the
 // kubelet listens (it re-serves when the kubelet wipes the folder at start).
-func (n *Node) serveGPUs() error {
+func (n *Node) serveGPUs(context.Context) error {
 	spec := *n.opts.GPUs
 	if spec.Seed == "" {
 		spec.Seed = n.Name

@@ -1,6 +1,7 @@
 package localnode
 
 import (
+	"context"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,7 +74,8 @@ func (n *Node) kubeletConfig(port, healthzPort int) ([]byte, error) {
 // startKubelet writes the kubelet's credentials and configuration and starts it.
 // Its root folder is under the node's; the device-plugin folder is fixed
 // (/var/lib/kubelet/device-plugins) whatever the root folder.
-func (n *Node) startKubelet() error {
+func (n *Node) startKubelet(context.Context) error {
+	n.kubeletStarted = time.Now()
 	if err := writeFile(n.path("pki", "ca.crt"), n.cp.PKI.CACert()); err != nil {
 		return err
 	}

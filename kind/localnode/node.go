@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/kind/bringup"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/supervise"
 )
@@ -82,6 +83,9 @@ type Node struct {
 	host    *Host
 	ownHost bool
 	st      *nodeState
+	// recorded: the host records the node (Stop undoes a failed Start).
+	recorded       bool
+	kubeletStarted time.Time
 
 	procs         []*supervise.Process
 	proxyHealthz  int
@@ -122,13 +126,12 @@ var fixedPaths = []string{
 
 // Start starts a worker node joined to cp and waits until it is Ready, with its
 // images imported, its GPUs allocatable and kube-proxy (and kube-router) healthy.
-// cp should have been started with NodeIP for pods to reach the API server. On
-// error nothing it started is left running.
-func Start(ctx context.Context, cp *localcluster.ControlPlane, bins *localcluster.NodeBinaries, opts Options) (_ *Node, err error) {
+// cp should have been started with NodeIP for pods to reach the API server. It
+// runs the steps of start.go in order, each named in the progress on
+// Options.Log and, when it fails, in the error. On error nothing it started is
+// left running.
+func Start(ctx context.Context, cp *localcluster.ControlPlane, bins *localcluster.NodeBinaries, opts Options) (*Node, error) {
 	began := time.Now()
-	if err := checkPrerequisites(bins, opts); err != nil {
-		return nil, err
-	}
 	if opts.Name == "" {
 		opts.Name = "localnode"
 	}
@@ -136,90 +139,8 @@ func Start(ctx context.Context, cp *localcluster.ControlPlane, bins *localcluste
 	if n.log == nil {
 		n.log = io.Discard
 	}
-	if n.host == nil {
-		if n.host, err = Acquire(ctx, n.log); err != nil {
-			return nil, err
-		}
-		n.ownHost = true
-	}
-	n.st = &nodeState{Name: n.Name, Dir: opts.Dir, Shim: bins.ContainerdShim, KubeProxy: bins.KubeProxy, Detached: opts.Detached}
-	if n.st.Dir == "" {
-		if n.st.Dir, err = os.MkdirTemp("", "gpuvc-node-"); err != nil {
-			return nil, err
-		}
-		n.st.RemoveDir = true
-	}
-	n.Dir = n.st.Dir
-	for _, p := range fixedPaths {
-		if top := topMissing(p); top != "" {
-			n.st.CreatedPaths = append(n.st.CreatedPaths, top)
-		}
-	}
-	if err := n.host.attach(n, n.st); err != nil {
-		if n.st.RemoveDir {
-			_ = os.RemoveAll(n.Dir)
-		}
-		if n.ownHost {
-			_ = n.host.Release()
-		}
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			if stopErr := n.Stop(); stopErr != nil {
-				err = errors.Join(err, fmt.Errorf("cleaning up: %w", stopErr))
-			}
-		}
-	}()
-	if err := os.MkdirAll(n.path("logs"), 0o755); err != nil {
-		return nil, err
-	}
-	if err := createCgroupRoot(); err != nil {
-		return nil, err
-	}
-	n.logf("starting node %s in %s", n.Name, n.Dir)
-	if err := n.startContainerd(ctx); err != nil {
-		return nil, err
-	}
-	if err := n.ImportImages(ctx, opts.Images...); err != nil {
-		return nil, err
-	}
-	if err := n.checkImage(ctx, opts.PauseImage); err != nil {
-		return nil, err
-	}
-	if opts.GPUs != nil {
-		if err := n.serveGPUs(); err != nil {
-			return nil, err
-		}
-	}
-	kubeletStart := time.Now()
-	if err := n.startKubelet(); err != nil {
-		return nil, err
-	}
-	if err := n.startKubeProxy(); err != nil {
-		return nil, err
-	}
-	if err := n.waitNode(ctx); err != nil {
-		return nil, err
-	}
-	n.ReadyAfter = time.Since(kubeletStart)
-	n.logf("node %s Ready %v after the kubelet started", n.Name, n.ReadyAfter.Round(time.Millisecond))
-	n.checkAdvertisedIP(ctx)
-	if opts.GPUs != nil {
-		if err := n.waitGPUs(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if err := n.waitHTTP(ctx, KubeProxy, fmt.Sprintf("http://127.0.0.1:%d/healthz", n.proxyHealthz)); err != nil {
-		return nil, err
-	}
-	if opts.NetworkPolicy {
-		if err := n.startKubeRouter(ctx); err != nil {
-			return nil, err
-		}
-		if err := n.waitHTTP(ctx, KubeRouter, fmt.Sprintf("http://127.0.0.1:%d/healthz", n.routerHealthz)); err != nil {
-			return nil, err
-		}
+	if err := bringup.Run(ctx, "localnode", n.log, n.steps()); err != nil {
+		return nil, errors.Join(err, n.abort())
 	}
 	n.logf("node %s ready in %v", n.Name, time.Since(began).Round(time.Millisecond))
 	return n, nil
@@ -284,7 +205,6 @@ func (n *Node) logf(format string, args ...any) {
 }
 
 func (n *Node) start(c Component, bin string, args, env []string) error {
-	n.logf("starting %s", c)
 	p, err := supervise.Start(string(c), bin, args, env, n.path("logs"), n.opts.Detached)
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 // startKubeProxy starts kube-proxy in iptables mode. It leaves the conntrack
 // sysctls alone, serves node ports only on the node IP and does not open node
 // ports on loopback (which would need route_localnet).
-func (n *Node) startKubeProxy() error {
+func (n *Node) startKubeProxy(context.Context) error {
 	kubeconfig := n.path("kube-proxy.kubeconfig")
 	// The default RBAC binds system:node-proxier to this user.
 	if err := n.cp.WriteKubeconfig(kubeconfig, "system:kube-proxy"); err != nil {
