@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuvc/gpuvc/api/pki"
+	"github.com/gpuvc/gpuvc/kind/bringup"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/supervise"
 )
@@ -56,98 +57,27 @@ type Kueue struct {
 // Start installs Kueue's CRDs and webhook configurations into the cluster cfg
 // (an admin's) reaches, starts Kueue's controller manager under its own
 // ServiceAccount (identity.go), and waits until its webhooks answer through the
-// API server. On error nothing it started is left running.
-func Start(ctx context.Context, cfg *rest.Config, opts Options) (k *Kueue, err error) {
+// API server. It runs the steps of start.go in order, each named in the
+// progress on Options.Log and, when it fails, in the error. On error nothing it
+// started is left running.
+func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Kueue, error) {
 	log := opts.Log
 	if log == nil {
 		log = io.Discard
 	}
 	began := time.Now()
-	if opts.Binary == "" || opts.ConfigDir == "" {
-		m, err := localcluster.LoadManifest()
-		if err != nil {
-			return nil, err
-		}
-		if opts.Binary, opts.ConfigDir, err = m.Kueue(); err != nil {
-			return nil, err
-		}
-	}
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
 	}
-	if opts.Dir == "" {
-		if opts.Dir, err = os.MkdirTemp("", "gpuvc-kueue-"); err != nil {
-			return nil, err
+	s := &starter{cfg: cfg, opts: opts}
+	if err := bringup.Run(ctx, "localkueue", log, s.steps()); err != nil {
+		if s.proc != nil {
+			_ = s.proc.Stop(10 * time.Second)
 		}
-	}
-	ports, err := localcluster.FreePorts(2)
-	if err != nil {
 		return nil, err
 	}
-	s := settings{namespace: opts.Namespace, healthPort: ports[0], webhookPort: ports[1], certDir: filepath.Join(opts.Dir, "certs")}
-	webhookURL := fmt.Sprintf("https://127.0.0.1:%d", s.webhookPort)
-
-	bundle, err := pki.NewServing([]string{"127.0.0.1"}, 365*24*time.Hour)
-	if err != nil {
-		return nil, err
-	}
-	if err := bundle.WriteFiles(s.certDir); err != nil {
-		return nil, err
-	}
-	if err := ensureMetricsCertificate(bundle); err != nil {
-		return nil, err
-	}
-	configPath, err := writeConfiguration(opts.Dir, s)
-	if err != nil {
-		return nil, err
-	}
-	crds, err := loadCRDs(opts.ConfigDir, webhookURL, bundle.CA)
-	if err != nil {
-		return nil, err
-	}
-	mutating, validating, err := webhookConfigurations(opts.ConfigDir, webhookURL, bundle.CA, opts.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := applyCRDs(ctx, cfg, crds); err != nil {
-		return nil, err
-	}
-	if err := ensureNamespace(ctx, cs, opts.Namespace); err != nil {
-		return nil, err
-	}
-	kubeconfig, err := ensureIdentity(ctx, cs, cfg, opts.ConfigDir, opts.Namespace, opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-
-	proc, err := supervise.Start("kueue", opts.Binary, []string{"--config", configPath}, []string{"KUBECONFIG=" + kubeconfig}, opts.Dir, opts.Detached)
-	if err != nil {
-		return nil, err
-	}
-	// On error the results are nil: stop the process itself, not through k.
-	defer func() {
-		if err != nil {
-			_ = proc.Stop(10 * time.Second)
-		}
-	}()
-	procs := []*supervise.Process{proc}
-	if err := supervise.WaitHTTP(ctx, "kueue", procs, fmt.Sprintf("http://127.0.0.1:%d/readyz", s.healthPort)); err != nil {
-		return nil, err
-	}
-	// Registered only now: with failurePolicy Fail, webhooks that nobody serves
-	// yet would refuse every Kueue object (and every queued pod) meanwhile.
-	if err := applyWebhookConfigurations(ctx, cs, mutating, validating); err != nil {
-		return nil, err
-	}
-	if err := waitWebhooks(ctx, cfg, procs); err != nil {
-		return nil, err
-	}
-	k = &Kueue{Namespace: opts.Namespace, User: User(opts.Namespace), WebhookURL: webhookURL, LogPath: filepath.Join(opts.Dir, "kueue.log"), proc: proc}
-	fmt.Fprintf(log, "kueue %s ready in %v as %s (webhooks at %s, log %s)\n", localcluster.KueueVersion, time.Since(began).Round(time.Millisecond), k.User, webhookURL, k.LogPath)
+	k := &Kueue{Namespace: s.opts.Namespace, User: User(s.opts.Namespace), WebhookURL: s.webhookURL, LogPath: filepath.Join(s.opts.Dir, "kueue.log"), proc: s.proc}
+	fmt.Fprintf(log, "kueue %s ready in %v as %s (webhooks at %s, log %s)\n", localcluster.KueueVersion, time.Since(began).Round(time.Millisecond), k.User, k.WebhookURL, k.LogPath)
 	return k, nil
 }
 
