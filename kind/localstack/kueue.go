@@ -27,12 +27,13 @@ func KueueDir(dir string) string { return filepath.Join(dir, "kueue") }
 
 func kueuePIDFile(dir string) string { return filepath.Join(KueueDir(dir), "pid") }
 
-// startKueue starts Kueue detached against cp and records its pid for Down.
-func startKueue(ctx context.Context, dir string, cp *localcluster.ControlPlane, log io.Writer) (*localkueue.Kueue, error) {
+// startKueue starts Kueue against cp (detached, or ending with this program)
+// and records its pid for Down.
+func startKueue(ctx context.Context, dir string, cp *localcluster.ControlPlane, detached bool, log io.Writer) (*localkueue.Kueue, error) {
 	if err := os.MkdirAll(KueueDir(dir), 0o700); err != nil {
 		return nil, err
 	}
-	k, err := localkueue.Start(ctx, cp.Config, localkueue.Options{Dir: KueueDir(dir), Detached: true, Log: log})
+	k, err := localkueue.Start(ctx, cp.Config, localkueue.Options{Dir: KueueDir(dir), Detached: detached, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("starting Kueue (for Teams with spec.queueing; start without it to skip): %w", err)
 	}

@@ -4,8 +4,10 @@
 // containerd, runc, kube-proxy, kube-router, simulated GPUs served by a gpuvc
 // agent daemon) and every image the node needs for gpuvc and vCluster imported.
 // `gpuvc dev cluster up` and the Docker-less trial run it; Down removes it all.
-// It needs the prebuilt binaries of the manifest (`make binaries`) and, for the
-// real node, root.
+// The end-to-end suite's real-node backend runs the same stack attached to the
+// test process (Options.Attached; Stack.Stop removes it). Up is a list of named
+// steps (up.go), in the manner of kind's create actions. It needs the prebuilt
+// binaries of the manifest (`make binaries`) and, for the real node, root.
 package localstack
 
 import (
@@ -19,8 +21,8 @@ import (
 	"time"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/kind/bringup"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/localkueue"
 	"github.com/gpuvc/gpuvc/kind/localnode"
 	"github.com/gpuvc/gpuvc/kind/localprom"
@@ -59,6 +61,15 @@ type Options struct {
 	// Kueue runs the builder's Kueue controller beside the control plane
 	// (kueue.go), for Teams with spec.queueing.
 	Kueue bool
+	// Attached ties the stack to this program, as a test wants it: its
+	// processes end with it, and Stack.Stop removes the stack. Otherwise the
+	// stack runs detached and Down removes it.
+	Attached bool
+	// InProcessGPUs serves the real node's simulated GPUs from this program
+	// (Attached only) instead of a `gpuvc agent` daemon of the node: no agent
+	// then publishes the GPU inventory or reacts to GPU health, so the node's
+	// taints stay as a test sets them.
+	InProcessGPUs bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -72,6 +83,11 @@ type Stack struct {
 	Pools []nodepool.Pool
 	// Kueue is the local Kueue, nil without Options.Kueue.
 	Kueue *localkueue.Kueue
+
+	dir      string
+	attached bool
+	host     *localnode.Host // the machine's node slot while this program holds it (attached, or during Up)
+	stopped  bool
 }
 
 // ClusterDir and NodeDir are the folders of the control plane and the node.
@@ -86,13 +102,18 @@ func RealNodeUnavailable() string {
 	return ""
 }
 
-// Up starts the stack in opts.Dir (emptied first) and leaves it running. On error
-// it removes what it started.
-func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
+// Up starts the stack in opts.Dir (emptied first) and leaves it running. It
+// runs the steps of up.go in order, each named in the progress on Options.Log
+// and, when it fails, in the error. On error it removes what it started.
+func Up(ctx context.Context, opts Options) (*Stack, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("localstack: Options.Dir is required")
 	}
+	if opts.InProcessGPUs && !opts.Attached {
+		return nil, errors.New("localstack: Options.InProcessGPUs needs Attached: only the node's GPU agent serves GPUs after this program exits")
+	}
 	// The node's teardown matches processes and mounts by this folder: absolute.
+	var err error
 	if opts.Dir, err = filepath.Abs(opts.Dir); err != nil {
 		return nil, err
 	}
@@ -100,111 +121,48 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if log == nil {
 		log = io.Discard
 	}
-	m, err := localcluster.LoadManifest()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := m.ControlPlane(); err != nil {
-		return nil, err
-	}
-	real := !opts.KwokOnly
-	if real {
-		if why := RealNodeUnavailable(); why != "" {
-			return nil, fmt.Errorf("%s; run as root, or choose kwok nodes only", why)
-		}
-	}
-	if err := os.RemoveAll(opts.Dir); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(ClusterDir(opts.Dir), 0o700); err != nil {
-		return nil, err
-	}
-	s := &Stack{Pools: opts.Pools}
-	if s.Pools == nil {
-		s.Pools = nodepool.Default()
-		if real {
-			s.Pools = withoutPool(s.Pools, RealPool)
-		}
-	}
 	began := time.Now()
-	if !real {
-		s.ControlPlane, err = localcluster.Start(ctx, localcluster.Options{Dir: ClusterDir(opts.Dir), Pools: s.Pools, Detached: true, Log: log})
-		if err != nil || !opts.Kueue {
-			return s, err
-		}
-		if s.Kueue, err = startKueue(ctx, opts.Dir, s.ControlPlane, log); err != nil {
-			return nil, errors.Join(err, Down(context.WithoutCancel(ctx), opts.Dir, log))
-		}
-		return s, nil
+	u := newUpper(opts, log)
+	err = bringup.Run(ctx, "localstack", log, u.steps())
+	u.release()
+	if err != nil {
+		return nil, errors.Join(err, u.undo(context.WithoutCancel(ctx)))
 	}
-	if err := s.startReal(ctx, m, opts, log); err != nil {
-		return nil, errors.Join(err, Down(context.WithoutCancel(ctx), opts.Dir, log))
+	if u.real {
+		fmt.Fprintf(log, "localstack: control plane and real node %s ready in %v\n", RealNodeName, time.Since(began).Round(time.Second))
 	}
-	if opts.Kueue {
-		if s.Kueue, err = startKueue(ctx, opts.Dir, s.ControlPlane, log); err != nil {
-			return nil, errors.Join(err, Down(context.WithoutCancel(ctx), opts.Dir, log))
-		}
-	}
-	fmt.Fprintf(log, "localstack: control plane and real node %s ready in %v\n", RealNodeName, time.Since(began).Round(time.Second))
-	return s, nil
+	return u.s, nil
 }
 
-func (s *Stack) startReal(ctx context.Context, m *localcluster.Manifest, opts Options, log io.Writer) error {
-	nodeBins, err := m.Node()
-	if err != nil {
-		return err
+// Stop removes a stack Up started with Options.Attached: Kueue, the real node
+// (every pod, mount, cgroup and rule with it), the control plane, the
+// machine's node slot, then the folder. It is safe to call more than once. A
+// detached stack is Down's to remove.
+func (s *Stack) Stop() error {
+	if !s.attached {
+		return errors.New("localstack: a detached stack is removed by Down")
 	}
-	gpuvc := opts.Gpuvc
-	if gpuvc == "" {
-		if gpuvc, err = os.Executable(); err != nil {
-			return err
-		}
+	if s.stopped {
+		return nil
 	}
-	fmt.Fprintln(log, "localstack: building the node's images (cached after the first run)")
-	tars, err := images.ForRealNode(m, gpuvc, images.DefaultDir())
-	if err != nil {
-		return err
+	s.stopped = true
+	var errs []error
+	if s.Kueue != nil {
+		errs = append(errs, s.Kueue.Stop())
 	}
-	// The node imports them after waiting for its slot, which another user of
-	// the machine may hold for long: keep them in the cache until then.
-	release, err := images.HoldAll(tars)
-	if err != nil {
-		return err
+	if s.Node != nil {
+		errs = append(errs, s.Node.Stop())
 	}
-	defer release()
-	// The control plane first, then the node's slot, as every user of a real
-	// node takes the two locks.
-	if s.ControlPlane, err = localcluster.Start(ctx, localcluster.Options{
-		Dir: ClusterDir(opts.Dir), NodeIP: localnode.NodeIP, Pools: s.Pools, Detached: true, Log: log,
-	}); err != nil {
-		return err
+	if s.ControlPlane != nil {
+		errs = append(errs, s.ControlPlane.Stop())
 	}
-	host, err := localnode.Acquire(ctx, log)
-	if err != nil {
-		return err
+	if s.host != nil {
+		errs = append(errs, s.host.Release())
 	}
-	gpus := DefaultGPUs
-	if opts.GPUs != nil {
-		gpus = *opts.GPUs
+	if err := errors.Join(errs...); err != nil {
+		return err // keep the folder: something of the node may still be mounted in it
 	}
-	system := nodepool.Pool{Name: RealPool}
-	s.Node, err = localnode.Start(ctx, s.ControlPlane, nodeBins, localnode.Options{
-		Name:          RealNodeName,
-		Labels:        system.Labels(nodepool.Node{Name: RealNodeName}),
-		Images:        tars,
-		PauseImage:    images.PauseRef,
-		GPUs:          &gpus,
-		NetworkPolicy: true,
-		Dir:           NodeDir(opts.Dir),
-		Host:          host,
-		Detached:      true,
-		GPUAgent:      gpuvc,
-		Log:           log,
-	})
-	if err != nil {
-		return errors.Join(err, host.Release())
-	}
-	return host.Leave()
+	return os.RemoveAll(s.dir)
 }
 
 // Down removes a stack Up left in dir: the real node and everything it made on
