@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
+	"github.com/gpuvc/gpuvc/kind/localstack"
 )
 
 var (
@@ -50,7 +51,7 @@ func run(m *testing.M) int {
 		backend, err = startLocal(ctx, gpuvcBin)
 	default:
 		fmt.Fprintf(os.Stderr, "e2e: local backend (%s)\n", why)
-		if why := realNodeUnavailable(); why != "" {
+		if why := localstack.RealNodeUnavailable(); why != "" {
 			fmt.Fprintf(os.Stderr, "e2e: no real node here (%s): local control plane with kwok nodes only; checks that need running containers skip\n", why)
 			backend, err = startLocal(ctx, gpuvcBin)
 		} else {

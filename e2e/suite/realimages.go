@@ -16,10 +16,7 @@ const vclusterChartInImage = images.VClusterChartInImage
 // the same as the Docker-less trial's (images.ForRealNode) — after building any
 // binary they need that is not cached yet. It returns the tarballs.
 func realImages(ctx context.Context, gpuvcBin string) ([]string, error) {
-	if _, err := localcp.EnsureBinaries(ctx, logWriter); err != nil {
-		return nil, err
-	}
-	if _, err := localcp.EnsureImageBinaries(ctx, logWriter); err != nil {
+	if err := ensureImageBinaries(ctx); err != nil {
 		return nil, err
 	}
 	m, err := localcluster.LoadManifest()
@@ -27,4 +24,15 @@ func realImages(ctx context.Context, gpuvcBin string) ([]string, error) {
 		return nil, err
 	}
 	return images.ForRealNode(m, gpuvcBin, images.DefaultDir())
+}
+
+// ensureImageBinaries builds (once, cached) the control plane's binaries and
+// those of vCluster's images that are not built yet, and lists them in the
+// manifest, where the stack and images.ForRealNode find them.
+func ensureImageBinaries(ctx context.Context) error {
+	if _, err := localcp.EnsureBinaries(ctx, logWriter); err != nil {
+		return err
+	}
+	_, err := localcp.EnsureImageBinaries(ctx, logWriter)
+	return err
 }
