@@ -28,8 +28,6 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/gpuvc/gpuvc/api/contract"
-	agentcmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
-	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/gpu/health"
@@ -221,10 +219,11 @@ func restoreNode(t *testing.T, cp *localcluster.ControlPlane, name string) {
 	}
 }
 
-// `gpuvc agent --simulate … --inject-gpu-failures <file>` in-process with the
-// taint policy's RBAC: an ECC error injected into GPU 2 taints the node and
-// sets the condition; the metrics endpoint shows the failed GPU.
-func TestAgentCommandInjectedFailure(t *testing.T) {
+// The agent as `gpuvc agent --simulate … --inject-gpu-failures <file>` runs it,
+// in-process with the taint policy's RBAC: an ECC error injected into GPU 2
+// taints the node and sets the condition; the metrics endpoint shows the
+// failed GPU.
+func TestAgentRunInjectedFailure(t *testing.T) {
 	cp := localcp.ForTest(t)
 	ctx := poll.TestContext(t)
 	const nodeName = "h100-0"
@@ -239,11 +238,14 @@ func TestAgentCommandInjectedFailure(t *testing.T) {
 
 	runCtx, stop := context.WithCancel(ctx)
 	var out, errOut bytes.Buffer
-	cmd := agentcmd.NewCommand(cli.Streams{Out: &out, ErrOut: &errOut}, &cli.Globals{Kubeconfig: kubeconfig})
-	cmd.SetArgs([]string{"--node-name=" + nodeName, "--simulate=product=NVIDIA-H100-80GB-HBM3,count=8", "--interval=1h",
-		"--gpu-failure=taint", "--inject-gpu-failures=" + inject, "--metrics-bind-address=" + addr})
+	// The command's defaults besides: --gpu-runtime=fence on the simulated
+	// node's hardened toolkit configuration.
+	o := nodeagent.Options{NodeName: nodeName, Simulated: simulated(t, "product=NVIDIA-H100-80GB-HBM3,count=8"), Interval: time.Hour,
+		Strategy: inventory.StrategyMixed, GFD: nodeagent.GFDAuto, Out: &out,
+		Health: nodeagent.HealthTaint, InjectFailures: inject, MetricsAddr: addr,
+		Runtime: nodeagent.RuntimeFence, SimulatedToolkit: true}
 	ran := make(chan error, 1)
-	go func() { ran <- cmd.ExecuteContext(runCtx) }()
+	go func() { ran <- runAgent(runCtx, kubeconfig, &errOut, o) }()
 
 	require.NoError(t, os.WriteFile(inject, []byte("2 ecc\n"), 0o644))
 	poll.UntilSeen(ctx, t, 30*time.Second, "node tainted for GPU 2", func(ctx context.Context) (bool, string, error) {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -18,10 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2/textlogger"
 
 	"github.com/gpuvc/gpuvc/api/contract"
-	agentcmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
-	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/identity"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
@@ -81,6 +84,21 @@ func boundIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlPl
 		}
 	}
 	return identity.ServiceAccount(ctx, t, c, cp.Config, ns, sa)
+}
+
+// runAgent runs the agent as `gpuvc agent` does, with the credentials of
+// kubeconfig, logging to log.
+func runAgent(ctx context.Context, kubeconfig string, log io.Writer, o nodeagent.Options) error {
+	o.RESTConfig = func() (*rest.Config, error) { return clientcmd.BuildConfigFromFlags("", kubeconfig) }
+	return nodeagent.Run(logr.NewContext(ctx, textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(log)))), o)
+}
+
+// simulated is the spec of --simulate s.
+func simulated(t *testing.T, s string) *inventory.Spec {
+	t.Helper()
+	spec, err := nodeagent.ParseSpec(s)
+	require.NoError(t, err)
+	return &spec
 }
 
 // ownedLabels returns the label keys a field manager owns on an object.
@@ -277,20 +295,20 @@ func TestPublishUnknownNode(t *testing.T) {
 	require.True(t, apierrors.IsForbidden(err), "the agent's ServiceAccount can list pods: %v", err)
 }
 
-// `gpuvc agent --once --simulate` with the agent's own credentials on the MIG
-// node: the labels agree with the capacity the node pool declares.
-func TestAgentCommandOnce(t *testing.T) {
+// The agent once (`gpuvc agent --once --simulate`) with its own credentials on
+// the MIG node: the labels agree with the capacity the node pool declares.
+func TestAgentRunOnce(t *testing.T) {
 	cp := localcp.ForTest(t)
 	ctx := poll.TestContext(t)
 	kubeconfig, _ := agentIdentity(ctx, t, cp)
 	resetNode(ctx, t, cp, "a100-mig-0")
 	t.Cleanup(func() { resetNode(context.Background(), t, cp, "a100-mig-0") })
 	var out, errOut bytes.Buffer
-	cmd := agentcmd.NewCommand(cli.Streams{Out: &out, ErrOut: &errOut}, &cli.Globals{Kubeconfig: kubeconfig})
-	cmd.SetArgs([]string{"--node-name=a100-mig-0", "--once", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced"})
 	start := time.Now()
-	require.NoError(t, cmd.ExecuteContext(ctx), errOut.String())
-	t.Logf("gpuvc agent --once: %v", time.Since(start).Round(time.Millisecond))
+	require.NoError(t, runAgent(ctx, kubeconfig, &errOut, nodeagent.Options{NodeName: "a100-mig-0", Once: true, Out: &out,
+		Simulated: simulated(t, "product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced"),
+		Strategy:  inventory.StrategyMixed, GFD: nodeagent.GFDAuto}), errOut.String())
+	t.Logf("agent once: %v", time.Since(start).Round(time.Millisecond))
 	require.Contains(t, out.String(), "node a100-mig-0: 8 GPUs")
 
 	node, err := cp.Client.CoreV1().Nodes().Get(ctx, "a100-mig-0", metav1.GetOptions{})

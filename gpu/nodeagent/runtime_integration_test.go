@@ -26,10 +26,9 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/gpuvc/gpuvc/api/contract"
-	agentcmd "github.com/gpuvc/gpuvc/cmd/gpuvc/commands/agent"
-	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent"
 	"github.com/gpuvc/gpuvc/gpu/runtimeconfig"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
@@ -187,11 +186,12 @@ func TestRuntimeCheckFencesAnUnsafeNode(t *testing.T) {
 	require.False(t, runtimeTainted(node))
 }
 
-// `gpuvc agent --simulate …` in-process with the runtime check's RBAC: by
-// default the simulated node has the hardened toolkit configuration and passes;
-// given an unsafe --nvidia-toolkit-config with --gpu-runtime=warn, the
-// condition turns False, /metrics says so, and no taint is set.
-func TestAgentCommandRuntimeCheck(t *testing.T) {
+// The agent as `gpuvc agent --simulate …` runs it, in-process with the runtime
+// check's RBAC: by default the simulated node has the hardened toolkit
+// configuration and passes; given an unsafe --nvidia-toolkit-config with
+// --gpu-runtime=warn, the condition turns False, /metrics says so, and no
+// taint is set.
+func TestAgentRunRuntimeCheck(t *testing.T) {
 	cp := localcp.ForTest(t)
 	ctx := poll.TestContext(t)
 	const nodeName = "h100-0"
@@ -201,12 +201,14 @@ func TestAgentCommandRuntimeCheck(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "config.toml")
 	require.NoError(t, os.WriteFile(conf, []byte(unsafeToolkitConfig), 0o644))
 
-	agent := func(ctx context.Context, args ...string) (chan error, *bytes.Buffer) {
+	// --gpu-runtime=warn, --gpu-failure=off, and what set changes.
+	agent := func(ctx context.Context, set func(*nodeagent.Options)) (chan error, *bytes.Buffer) {
 		var out bytes.Buffer
-		cmd := agentcmd.NewCommand(cli.Streams{Out: &out, ErrOut: &out}, &cli.Globals{Kubeconfig: kubeconfig})
-		cmd.SetArgs(append([]string{"--node-name=" + nodeName, "--simulate=product=NVIDIA-H100-80GB-HBM3,count=8", "--interval=1h", "--gpu-failure=off"}, args...))
+		o := nodeagent.Options{NodeName: nodeName, Simulated: simulated(t, "product=NVIDIA-H100-80GB-HBM3,count=8"), Interval: time.Hour,
+			Strategy: inventory.StrategyMixed, GFD: nodeagent.GFDAuto, Out: &out, Runtime: nodeagent.RuntimeWarn, SimulatedToolkit: true}
+		set(&o)
 		ran := make(chan error, 1)
-		go func() { ran <- cmd.ExecuteContext(ctx) }()
+		go func() { ran <- runAgent(ctx, kubeconfig, &out, o) }()
 		return ran, &out
 	}
 	condition := func(want corev1.ConditionStatus, log *bytes.Buffer) *corev1.Node {
@@ -224,7 +226,7 @@ func TestAgentCommandRuntimeCheck(t *testing.T) {
 	}
 
 	runCtx, stop := context.WithCancel(ctx)
-	ran, log := agent(runCtx, "--gpu-runtime=warn")
+	ran, log := agent(runCtx, func(*nodeagent.Options) {})
 	node := condition(corev1.ConditionTrue, log)
 	require.Contains(t, runtimeSafe(node).Message, runtimeconfig.SimulatedPath)
 	stop()
@@ -236,7 +238,9 @@ func TestAgentCommandRuntimeCheck(t *testing.T) {
 	require.NoError(t, l.Close())
 	runCtx, stop = context.WithCancel(ctx)
 	defer stop()
-	ran, log = agent(runCtx, "--gpu-runtime=warn", "--nvidia-toolkit-config="+conf, "--metrics-bind-address="+addr)
+	ran, log = agent(runCtx, func(o *nodeagent.Options) {
+		o.SimulatedToolkit, o.ToolkitConfig, o.MetricsAddr = false, []string{conf}, addr // --nvidia-toolkit-config, --metrics-bind-address
+	})
 	node = condition(corev1.ConditionFalse, log)
 	require.Equal(t, runtimeconfig.ReasonEnvvarAccepted, runtimeSafe(node).Reason)
 	require.Contains(t, runtimeSafe(node).Message, conf)

@@ -7,15 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/events"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2/textlogger"
 
 	"github.com/gpuvc/gpuvc/api/contract"
@@ -49,15 +48,15 @@ type flags struct {
 	toolkitConfig   []string
 	hostRoot        string
 	deviceStrategy  string
-	// toolkitConfigSet: --nvidia-toolkit-config was given (a simulated node
-	// then judges those files instead of its hardened default).
-	toolkitConfigSet bool
 }
 
 // NewCommand returns the agent command. --node-name defaults to $NODE_NAME as
 // it is when the command is built.
 func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
-	f := &flags{}
+	return newCommand(streams, globals, &flags{})
+}
+
+func newCommand(streams cli.Streams, globals *cli.Globals, f *flags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Publish this node's GPU inventory on its Node: annotation gpuvc.dev/gpu-inventory and GFD-style labels",
@@ -77,8 +76,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			"  gpuvc agent --simulate product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced --device-plugin",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f.toolkitConfigSet = cmd.Flags().Changed("nvidia-toolkit-config")
-			return run(cmd.Context(), streams, globals, f)
+			return run(cmd.Context(), streams, globals, f, cmd.Flags())
 		},
 	}
 	fs := cmd.Flags()
@@ -103,191 +101,107 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	return cmd
 }
 
-// config is what the flags resolve to.
-type config struct {
-	source   inventory.Source
-	spec     *inventory.Spec // set with --simulate
-	strategy inventory.Strategy
-	gfd      nodeagent.GFDMode
-	health   nodeagent.HealthPolicy  // "" with --gpu-failure=off
-	runtime  nodeagent.RuntimePolicy // "" with --gpu-runtime=off
-	ignore   []uint64
-}
+// healthOff turns GPU health watching off (--gpu-failure=off); runtimeOff the
+// container-runtime check (--gpu-runtime=off).
+const (
+	healthOff  = "off"
+	runtimeOff = "off"
+)
 
-// validate checks every flag before anything talks to NVML or the API server.
-func (f *flags) validate() (config, error) {
-	var c config
+// options checks every flag before anything talks to NVML or the API server
+// and turns them into the agent's options; fs says which flags were given.
+func (f *flags) options(fs *pflag.FlagSet) (nodeagent.Options, error) {
+	o := nodeagent.Options{
+		NodeName: f.nodeName, Interval: f.interval, Once: f.once,
+		DevicePlugin: f.devicePlugin, DevicePluginDir: f.devicePluginDir,
+		InjectFailures: f.injectFailures, PodResourcesSocket: f.podResources,
+		ToolkitConfig: f.toolkitConfig, HostRoot: f.hostRoot, DeviceListStrategy: f.deviceStrategy,
+		// A simulated node without --nvidia-toolkit-config has the hardened
+		// configuration; with it, the files it names are judged.
+		SimulatedToolkit: f.simulate != "" && !fs.Changed("nvidia-toolkit-config"),
+	}
+	if f.metricsAddr != "0" {
+		o.MetricsAddr = f.metricsAddr
+	}
 	if f.nodeName == "" {
-		return c, fmt.Errorf("no node name: set --node-name or $%s (downward API: spec.nodeName)", NodeNameEnv)
+		return o, fmt.Errorf("no node name: set --node-name or $%s (downward API: spec.nodeName)", NodeNameEnv)
 	}
 	switch s := inventory.Strategy(f.migStrategy); s {
 	case inventory.StrategyNone, inventory.StrategySingle, inventory.StrategyMixed:
-		c.strategy = s
+		o.Strategy = s
 	default:
-		return c, fmt.Errorf("--mig-strategy %q is not one of none, single, mixed", f.migStrategy)
+		return o, fmt.Errorf("--mig-strategy %q is not one of none, single, mixed", f.migStrategy)
 	}
 	var err error
-	if c.gfd, err = nodeagent.ParseGFDMode(f.gfd); err != nil {
-		return c, fmt.Errorf("--gfd: %w", err)
+	if o.GFD, err = nodeagent.ParseGFDMode(f.gfd); err != nil {
+		return o, fmt.Errorf("--gfd: %w", err)
 	}
 	if f.interval <= 0 {
-		return c, fmt.Errorf("--interval %v must be positive", f.interval)
+		return o, fmt.Errorf("--interval %v must be positive", f.interval)
 	}
 	if f.devicePlugin && f.simulate == "" {
-		return c, errors.New("--device-plugin serves simulated GPUs only: add --simulate (real GPUs need NVIDIA's device plugin)")
+		return o, errors.New("--device-plugin serves simulated GPUs only: add --simulate (real GPUs need NVIDIA's device plugin)")
 	}
-	if f.devicePlugin && c.strategy != inventory.StrategyMixed {
-		return c, fmt.Errorf("--device-plugin advertises MIG devices with the mixed strategy: --mig-strategy %s would label the node differently", c.strategy)
+	if f.devicePlugin && o.Strategy != inventory.StrategyMixed {
+		return o, fmt.Errorf("--device-plugin advertises MIG devices with the mixed strategy: --mig-strategy %s would label the node differently", o.Strategy)
 	}
 	if f.gpuFailure != healthOff {
-		if c.health, err = nodeagent.ParseHealthPolicy(f.gpuFailure); err != nil {
-			return c, fmt.Errorf("--gpu-failure: %w (or off)", err)
+		if o.Health, err = nodeagent.ParseHealthPolicy(f.gpuFailure); err != nil {
+			return o, fmt.Errorf("--gpu-failure: %w (or off)", err)
 		}
 	}
 	if f.gpuRuntime != runtimeOff {
-		if c.runtime, err = nodeagent.ParseRuntimePolicy(f.gpuRuntime); err != nil {
-			return c, fmt.Errorf("--gpu-runtime: %w (or off)", err)
+		if o.Runtime, err = nodeagent.ParseRuntimePolicy(f.gpuRuntime); err != nil {
+			return o, fmt.Errorf("--gpu-runtime: %w (or off)", err)
 		}
 	}
-	if c.ignore, err = parseXIDs(f.ignoreXIDs); err != nil {
-		return c, err
+	if o.IgnoreXIDs, err = parseXIDs(f.ignoreXIDs); err != nil {
+		return o, err
 	}
-	if f.injectFailures != "" && (f.simulate == "" || c.health == "") {
-		return c, errors.New("--inject-gpu-failures fails simulated GPUs only: it needs --simulate and a --gpu-failure other than off")
+	if f.injectFailures != "" && (f.simulate == "" || o.Health == "") {
+		return o, errors.New("--inject-gpu-failures fails simulated GPUs only: it needs --simulate and a --gpu-failure other than off")
 	}
 	if f.devicePlugin && f.once {
-		return c, errors.New("--device-plugin must keep running for the kubelet: drop --once")
+		return o, errors.New("--device-plugin must keep running for the kubelet: drop --once")
 	}
 	if f.simulate == "" {
-		c.source = inventory.NVML{Lib: nvml.New()}
-		return c, nil
+		return o, nil
 	}
 	spec, err := nodeagent.ParseSpec(f.simulate)
 	if err != nil {
-		return c, fmt.Errorf("--simulate %q: %w", f.simulate, err)
+		return o, fmt.Errorf("--simulate %q: %w", f.simulate, err)
 	}
-	if spec.Seed == "" {
-		spec.Seed = f.nodeName
-	}
-	c.spec, c.source = &spec, spec
-	return c, nil
+	o.Simulated = &spec
+	return o, nil
 }
 
-func run(ctx context.Context, streams cli.Streams, globals *cli.Globals, f *flags) error {
-	c, err := f.validate()
-	if err != nil {
-		return err
-	}
-	// Local problems (no driver) first, before the API server configuration.
-	inv, err := c.source.Inventory()
-	if err != nil {
-		return hint(fmt.Errorf("reading the GPUs of node %q: %w", f.nodeName, err))
-	}
-	cfg, err := globals.RESTConfig()
-	if err != nil {
-		return fmt.Errorf("API server configuration (kubeconfig or in-cluster): %w", err)
-	}
-	cfg.UserAgent = "gpuvc-agent"
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(streams.ErrOut), textlogger.Verbosity(f.verbosity)))
-	ctx = logr.NewContext(ctx, log)
-	agent := nodeagent.Agent{
-		Source:    c.source,
-		Publisher: nodeagent.Publisher{Client: client, NodeName: f.nodeName, Strategy: c.strategy, GFD: c.gfd},
-		Interval:  f.interval,
-	}
-	if f.once {
-		res, err := agent.Once(ctx)
+// parseXIDs reads --ignore-xids: comma-separated numbers.
+func parseXIDs(s string) ([]uint64, error) {
+	var out []uint64
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		x, err := strconv.ParseUint(part, 10, 64)
 		if err != nil {
-			return hint(err)
+			return nil, fmt.Errorf("--ignore-xids: %q is not an XID number", part)
 		}
-		_, err = fmt.Fprintln(streams.Out, res)
-		return err
+		out = append(out, x)
 	}
-
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var tasks []func() error
-	tasks = append(tasks, func() error { return hint(agent.Run(ctx)) })
-
-	var plugin *deviceplugin.Health
-	if f.devicePlugin {
-		plugin = deviceplugin.NewHealth(inv)
-		tasks = append(tasks, func() error {
-			err := deviceplugin.Serve(ctx, deviceplugin.Options{Dir: f.devicePluginDir, Inventory: inv, Health: plugin})
-			if err != nil {
-				err = fmt.Errorf("device plugin: %w", err)
-			}
-			return err
-		})
-	}
-	reg := prometheus.NewRegistry()
-	w := f.healthWatcher(inv, c.ignore)
-	var rec events.EventRecorder
-	if (c.health != "" && w != nil) || c.runtime != "" {
-		var stopEvents func()
-		if rec, stopEvents, err = startEvents(ctx, client); err != nil {
-			return err
-		}
-		defer stopEvents()
-	}
-	if c.runtime != "" {
-		check, err := f.runtimeCheck(client, c.runtime, reg, rec, f.simulate != "" && !f.toolkitConfigSet)
-		if err != nil {
-			return err
-		}
-		tasks = append(tasks, func() error { return check.Run(ctx) })
-	}
-	if c.health != "" && w != nil {
-		h, err := startHealth(client, f.nodeName, c.health, inv, reg, rec)
-		if err != nil {
-			return err
-		}
-		if plugin != nil {
-			h.OnUnhealthy = plugin.SetUnhealthy
-		}
-		tasks = append(tasks, func() error {
-			// A watch that cannot run (a driver without events) must not end
-			// the inventory publication: say so and keep publishing.
-			if err := h.Run(ctx, w); err != nil {
-				log.Error(err, "GPU health is not watched on this node")
-				<-ctx.Done()
-			}
-			return nil
-		})
-	}
-	if f.metricsAddr != "0" && f.metricsAddr != "" {
-		if f.simulate == "" {
-			stopUtil, err := registerUtilization(reg, f.nodeName, f.podResources, log)
-			if err != nil {
-				return err
-			}
-			defer stopUtil()
-		}
-		tasks = append(tasks, func() error { return serveMetrics(ctx, f.metricsAddr, reg) })
-	}
-	errs := make(chan error, len(tasks))
-	for _, task := range tasks {
-		go func() { errs <- task() }()
-	}
-	first := <-errs // the first to end (an error, or nil once ctx ended) ends all
-	cancel()
-	all := []error{first}
-	for range len(tasks) - 1 {
-		all = append(all, <-errs)
-	}
-	return errors.Join(all...)
+	return out, nil
 }
 
-// hint adds what to do about a missing driver.
-func hint(err error) error {
-	if errors.Is(err, inventory.ErrNoDriver) {
-		return fmt.Errorf("%w; on a node without NVIDIA GPUs (kind, kwok) simulate them with --simulate product=<GFD product>,count=<n>[,mig=<layout>]", err)
+func run(ctx context.Context, streams cli.Streams, globals *cli.Globals, f *flags, fs *pflag.FlagSet) error {
+	o, err := f.options(fs)
+	if err != nil {
+		return err
 	}
-	return err
+	o.Out, o.RESTConfig = streams.Out, globals.RESTConfig
+	ctx = logr.NewContext(ctx, textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(streams.ErrOut), textlogger.Verbosity(f.verbosity))))
+	if !o.Once {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+		defer stop()
+	}
+	return nodeagent.Run(ctx, o)
 }

@@ -3,16 +3,13 @@ package agent
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli/clitest"
-	"github.com/gpuvc/gpuvc/gpu/runtimeconfig"
+	"github.com/gpuvc/gpuvc/gpu/nodeagent"
 )
 
 func execute(t *testing.T, args ...string) (string, error) {
@@ -75,25 +72,8 @@ func TestAgentNodeNameFromEnv(t *testing.T) {
 	}
 }
 
-// Without a driver the agent says so and points at --simulate; it fails
-// before any API call (the kubeconfig's server does not exist).
-func TestAgentNoDriver(t *testing.T) {
-	if ret := nvml.Init(); ret == nvml.SUCCESS {
-		nvml.Shutdown()
-		t.Skip("an NVIDIA driver is present")
-	}
-	_, err := execute(t, "--node-name=n", "--once")
-	if err == nil {
-		t.Fatal("command succeeded without a driver")
-	}
-	for _, w := range []string{"NVIDIA driver not found", "libnvidia-ml.so.1", "--simulate product="} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error %q does not contain %q", err, w)
-		}
-	}
-}
-
-// An unreachable API server is named in the error (the inventory is fine).
+// The command reaches the API server its kubeconfig names: an unreachable one
+// is named in the error (the simulated inventory is fine).
 func TestAgentAPIServerDown(t *testing.T) {
 	_, err := execute(t, "--node-name=n", "--once", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=1")
 	if err == nil || !strings.Contains(err.Error(), `reading node "n"`) || !strings.Contains(err.Error(), "127.0.0.1:1") {
@@ -101,39 +81,44 @@ func TestAgentAPIServerDown(t *testing.T) {
 	}
 }
 
-// A missing driver is reported before a missing API server configuration.
-func TestAgentLocalErrorsFirst(t *testing.T) {
-	if ret := nvml.Init(); ret == nvml.SUCCESS {
-		nvml.Shutdown()
-		t.Skip("an NVIDIA driver is present")
+// The flags become the agent's options: --metrics-bind-address=0 serves no
+// metrics; a simulated node judges its hardened toolkit configuration unless
+// --nvidia-toolkit-config is given.
+func TestAgentOptions(t *testing.T) {
+	const sim = "--simulate=product=NVIDIA-A100-SXM4-80GB,count=1"
+	tests := map[string]struct {
+		args []string
+		want func(o nodeagent.Options) bool
+	}{
+		"metrics off by default": {[]string{"--node-name=n"}, func(o nodeagent.Options) bool { return o.MetricsAddr == "" }},
+		"metrics address":        {[]string{"--node-name=n", "--metrics-bind-address=:9400"}, func(o nodeagent.Options) bool { return o.MetricsAddr == ":9400" }},
+		"real GPUs": {[]string{"--node-name=n"}, func(o nodeagent.Options) bool {
+			return o.Simulated == nil && !o.SimulatedToolkit && o.Health == nodeagent.HealthTaint && o.Runtime == nodeagent.RuntimeFence
+		}},
+		"simulated hardened toolkit": {[]string{"--node-name=n", sim}, func(o nodeagent.Options) bool {
+			return o.Simulated != nil && o.Simulated.Count == 1 && o.Simulated.Seed == "" && o.SimulatedToolkit
+		}},
+		"simulated toolkit files": {[]string{"--node-name=n", sim, "--nvidia-toolkit-config=/c.toml", "--host-root=/host"}, func(o nodeagent.Options) bool {
+			return !o.SimulatedToolkit && slices.Equal(o.ToolkitConfig, []string{"/c.toml"}) && o.HostRoot == "/host"
+		}},
+		"health and runtime off, XIDs": {[]string{"--node-name=n", "--gpu-failure=off", "--gpu-runtime=off", "--ignore-xids=48, 79"}, func(o nodeagent.Options) bool {
+			return o.Health == "" && o.Runtime == "" && slices.Equal(o.IgnoreXIDs, []uint64{48, 79})
+		}},
 	}
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	cmd := NewCommand(cli.Streams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, &cli.Globals{})
-	cmd.SetArgs([]string{"--node-name=n"})
-	err := cmd.ExecuteContext(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "NVIDIA driver not found") {
-		t.Errorf("error = %v, want the missing driver", err)
-	}
-}
-
-// The runtime check judges the simulated hardened configuration on simulated
-// nodes unless --nvidia-toolkit-config names files, which are then read under
-// --host-root.
-func TestAgentRuntimeJudge(t *testing.T) {
-	root := t.TempDir()
-	conf := "/etc/nvidia-container-runtime/config.toml"
-	if err := os.MkdirAll(filepath.Join(root, filepath.Dir(conf)), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, conf), []byte("accept-nvidia-visible-devices-envvar-when-unprivileged = true\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f := &flags{hostRoot: root, toolkitConfig: []string{conf}, deviceStrategy: "volume-mounts"}
-	if v := f.judge(true)(); !v.Safe || v.File != runtimeconfig.SimulatedPath || len(v.Warnings) > 0 {
-		t.Errorf("simulated default: %+v", v)
-	}
-	if v := f.judge(false)(); v.Safe || v.File != conf || v.Reason != runtimeconfig.ReasonEnvvarAccepted {
-		t.Errorf("node file under the host root: %+v", v)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := &flags{}
+			cmd := newCommand(cli.Streams{}, &cli.Globals{}, f)
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.options(cmd.Flags())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.want(got) {
+				t.Errorf("options %+v", got)
+			}
+		})
 	}
 }

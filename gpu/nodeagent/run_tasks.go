@@ -1,4 +1,4 @@
-package agent
+package nodeagent
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -20,40 +18,21 @@ import (
 
 	"github.com/gpuvc/gpuvc/gpu/health"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
-	"github.com/gpuvc/gpuvc/gpu/nodeagent"
+	"github.com/gpuvc/gpuvc/gpu/runtimeconfig"
 	"github.com/gpuvc/gpuvc/gpu/usage"
 )
 
-// healthOff turns GPU health watching off (--gpu-failure=off).
-const healthOff = "off"
-
-// parseXIDs reads --ignore-xids: comma-separated numbers.
-func parseXIDs(s string) ([]uint64, error) {
-	var out []uint64
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part == "" {
-			continue
-		}
-		x, err := strconv.ParseUint(part, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("--ignore-xids: %q is not an XID number", part)
-		}
-		out = append(out, x)
-	}
-	return out, nil
-}
-
 // healthWatcher is NVML's event set on real GPUs, the injection file on
-// simulated ones (none without --inject-gpu-failures: simulated GPUs never
-// fail by themselves).
-func (f *flags) healthWatcher(inv inventory.Inventory, ignore []uint64) health.Watcher {
-	if f.simulate == "" {
-		return health.NVML{Lib: nvml.New(), IgnoreXIDs: ignore}
+// simulated ones (none without InjectFailures: simulated GPUs never fail by
+// themselves).
+func (o Options) healthWatcher(inv inventory.Inventory) health.Watcher {
+	if o.Simulated == nil {
+		return health.NVML{Lib: nvml.New(), IgnoreXIDs: o.IgnoreXIDs}
 	}
-	if f.injectFailures == "" {
+	if o.InjectFailures == "" {
 		return nil
 	}
-	return health.Injected{Path: f.injectFailures, Inventory: inv, IgnoreXIDs: ignore}
+	return health.Injected{Path: o.InjectFailures, Inventory: inv, IgnoreXIDs: o.IgnoreXIDs}
 }
 
 // startEvents starts the agent's event recorder (events.k8s.io, on its Node).
@@ -67,16 +46,43 @@ func startEvents(ctx context.Context, client kubernetes.Interface) (events.Event
 }
 
 // startHealth builds the health side: events through rec, metrics on reg.
-func startHealth(client kubernetes.Interface, node string, policy nodeagent.HealthPolicy, inv inventory.Inventory, reg prometheus.Registerer, rec events.EventRecorder) (*nodeagent.Health, error) {
+func startHealth(client kubernetes.Interface, node string, policy HealthPolicy, inv inventory.Inventory, reg prometheus.Registerer, rec events.EventRecorder) (*Health, error) {
 	var uuids []string
 	for _, g := range inv.GPUs {
 		uuids = append(uuids, g.UUID)
 	}
-	m, err := nodeagent.NewHealthMetrics(reg, uuids)
+	m, err := NewHealthMetrics(reg, uuids)
 	if err != nil {
 		return nil, err
 	}
-	return &nodeagent.Health{Client: client, NodeName: node, Policy: policy, GPUs: len(inv.GPUs), Recorder: rec, Metrics: m}, nil
+	return &Health{Client: client, NodeName: node, Policy: policy, GPUs: len(inv.GPUs), Recorder: rec, Metrics: m}, nil
+}
+
+// judge reads the toolkit's configuration and decides. With SimulatedToolkit
+// the simulated node's hardened configuration (runtimeconfig.Simulated) is
+// judged; otherwise the files ToolkitConfig names, so tests give a simulated
+// node an unsafe one.
+func (o Options) judge() func() runtimeconfig.Verdict {
+	return func() runtimeconfig.Verdict {
+		in := runtimeconfig.Input{DeviceListStrategy: o.DeviceListStrategy}
+		if o.SimulatedToolkit {
+			in.Files = []runtimeconfig.File{{Path: runtimeconfig.SimulatedPath, Data: []byte(runtimeconfig.Simulated)}}
+		} else {
+			in.Files = runtimeconfig.Read(o.HostRoot, o.ToolkitConfig)
+		}
+		return runtimeconfig.Judge(in)
+	}
+}
+
+// runtimeCheck builds the runtime check: events through rec, metrics on reg,
+// checked every Interval.
+func (o Options) runtimeCheck(client kubernetes.Interface, reg prometheus.Registerer, rec events.EventRecorder) (*RuntimeCheck, error) {
+	m, err := NewRuntimeMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &RuntimeCheck{Client: client, NodeName: o.NodeName, Policy: o.Runtime, Judge: o.judge(),
+		Recorder: rec, Metrics: m, Resync: o.Interval}, nil
 }
 
 // serveMetrics serves reg on addr until ctx ends.
@@ -101,16 +107,16 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) er
 // registerUtilization exports per-pod GPU utilization on real GPUs: NVML at
 // scrape time, device owners from the kubelet's pod-resources socket.
 func registerUtilization(reg prometheus.Registerer, node, socket string, log logr.Logger) (func() error, error) {
-	client, closeConn, err := nodeagent.DialPodResources(socket)
+	client, closeConn, err := DialPodResources(socket)
 	if err != nil {
 		return nil, err
 	}
 	lib := nvml.New()
-	c := &nodeagent.UtilizationCollector{
+	c := &UtilizationCollector{
 		Node: node, Log: log,
 		Read: func() ([]usage.Sample, error) { return usage.Read(lib) },
-		Owners: func(ctx context.Context) (map[string]nodeagent.DeviceOwner, error) {
-			return nodeagent.DeviceOwners(ctx, client)
+		Owners: func(ctx context.Context) (map[string]DeviceOwner, error) {
+			return DeviceOwners(ctx, client)
 		},
 	}
 	if err := reg.Register(c); err != nil {
