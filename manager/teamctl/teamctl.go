@@ -1,6 +1,7 @@
 // Package teamctl is what the `gpuvc team` commands do, as a library: create,
-// apply, wait for, list, delete Teams and fetch a team's kubeconfig on a host
-// cluster. The commands only parse flags and print.
+// apply (from Team manifests: ReadTeams), wait for, list, delete Teams and
+// fetch a team's kubeconfig on a host cluster. The commands only parse flags
+// and print.
 package teamctl
 
 import (

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 
 type applyFlags struct {
@@ -32,7 +33,7 @@ func newApplyCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			if err := f.dryRun.validate(); err != nil {
 				return err
 			}
-			teams, skipped, err := readTeams(f.files, f.recursive, streams.In)
+			teams, skipped, err := teamctl.ReadTeams(f.files, f.recursive, streams.In)
 			for _, dir := range skipped {
 				fmt.Fprintf(streams.ErrOut, "skipped subfolder %s (use -R)\n", dir)
 			}

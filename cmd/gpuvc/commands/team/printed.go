@@ -28,15 +28,3 @@ func printableList(l *gpuvcv1.TeamList) *gpuvcv1.TeamList {
 	}
 	return out
 }
-
-// asApplied keeps what a person decides in a manifest and drops what the API server
-// owns, so the saved output of `team get -o yaml` (or kubectl's) applies again even
-// after the team was recreated: no uid or resourceVersion preconditions, no status.
-func asApplied(t *gpuvcv1.Team) {
-	t.TypeMeta = metav1.TypeMeta{APIVersion: gpuvcv1.GroupVersion.String(), Kind: "Team"}
-	m := &t.ObjectMeta
-	m.UID, m.ResourceVersion, m.Generation, m.ManagedFields = "", "", 0, nil
-	m.CreationTimestamp, m.DeletionTimestamp, m.DeletionGracePeriodSeconds = metav1.Time{}, nil, nil
-	m.Finalizers = nil
-	t.Status = gpuvcv1.TeamStatus{}
-}

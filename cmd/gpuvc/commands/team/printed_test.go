@@ -1,6 +1,7 @@
 package team
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -8,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 
 // TestPrintedTeamsApplyAgain: what -o yaml prints carries apiVersion and kind, no
@@ -22,8 +24,8 @@ func TestPrintedTeamsApplyAgain(t *testing.T) {
 	require.Contains(t, string(out), "apiVersion: gpuvc.dev/v1alpha1\nkind: Team\n")
 	require.NotContains(t, string(out), "managedFields")
 	require.NotEmpty(t, tm.ManagedFields, "the caller's Team is left alone")
-	teams, problems := decodeTeams("fraud.yaml", out)
-	require.Empty(t, problems)
+	teams, _, err := teamctl.ReadTeams([]string{"-"}, false, bytes.NewReader(out))
+	require.NoError(t, err)
 	require.Equal(t, tm.Spec, teams[0].Spec)
 
 	out, err = yaml.Marshal(printableList(&gpuvcv1.TeamList{Items: []gpuvcv1.Team{*tm}}))
@@ -31,7 +33,7 @@ func TestPrintedTeamsApplyAgain(t *testing.T) {
 	require.Contains(t, string(out), "apiVersion: gpuvc.dev/v1alpha1\nitems:\n- apiVersion: gpuvc.dev/v1alpha1\n  kind: Team\n")
 	require.Contains(t, string(out), "kind: TeamList\n")
 	require.NotContains(t, string(out), "managedFields")
-	teams, problems = decodeTeams("all.yaml", out)
-	require.Empty(t, problems)
+	teams, _, err = teamctl.ReadTeams([]string{"-"}, false, bytes.NewReader(out))
+	require.NoError(t, err)
 	require.Len(t, teams, 1)
 }

@@ -1,4 +1,4 @@
-package team
+package teamctl
 
 import (
 	"os"
@@ -88,7 +88,7 @@ func TestDecodeTeamsAcceptsValidTeamsAndTeamLists(t *testing.T) {
 	require.Empty(t, teams[0].Status.Conditions)
 	require.Equal(t, "b", teams[1].Name)
 
-	example, err := os.ReadFile("../../../../docs/examples/fraud.yaml")
+	example, err := os.ReadFile("../../docs/examples/fraud.yaml")
 	require.NoError(t, err)
 	teams, problems = decodeTeams("fraud.yaml", example)
 	require.Empty(t, problems)
@@ -111,7 +111,7 @@ func TestReadTeamsListsEveryBadFile(t *testing.T) {
 	write(".git/x.yaml", "not: a team")
 	write("old/d.yaml", strings.ReplaceAll(teamHeader, "fraud", "d")+"spec: {pool: a100, quota: {pods: lots}}\n")
 
-	_, skipped, err := readTeams([]string{dir}, false, nil)
+	_, skipped, err := ReadTeams([]string{dir}, false, nil)
 	require.Equal(t, []string{filepath.Join(dir, "old") + "/"}, skipped)
 	var me *manifestError
 	require.ErrorAs(t, err, &me)
@@ -120,13 +120,13 @@ func TestReadTeamsListsEveryBadFile(t *testing.T) {
 	require.Contains(t, err.Error(), "b.yml: document 1 is a ConfigMap (v1)")
 	require.Contains(t, err.Error(), "2 problems in 2 files")
 
-	_, skipped, err = readTeams([]string{dir}, true, nil)
+	_, skipped, err = ReadTeams([]string{dir}, true, nil)
 	require.Empty(t, skipped)
 	require.ErrorAs(t, err, &me)
 	require.Len(t, me.problems, 3, err.Error())
 	require.Contains(t, err.Error(), `d.yaml: document 1 (team d): spec.quota.pods: "lots" is a string, want an integer`)
 
-	teams, _, err := readTeams([]string{filepath.Join(dir, "c.json")}, false, nil)
+	teams, _, err := ReadTeams([]string{filepath.Join(dir, "c.json")}, false, nil)
 	require.NoError(t, err)
 	require.Len(t, teams, 1)
 }

@@ -1,4 +1,4 @@
-package team
+package teamctl
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -38,10 +39,15 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// readTeams reads every Team document of the named files and folders (subfolders
-// too when recursive; otherwise they are returned as skipped). It reads
-// everything before judging, and fails with every problem found, or with none.
-func readTeams(paths []string, recursive bool, stdin io.Reader) (teams []*gpuvcv1.Team, skipped []string, err error) {
+// ReadTeams reads every Team document of the named files and folders (subfolders
+// too when recursive; otherwise they are returned as skipped), "-" reading stdin:
+// what `gpuvc team apply -f` applies. A file may hold several Team documents or
+// a TeamList. It reads everything before judging, and fails with every problem
+// found (one a line, each naming its file, document, team and field), or with
+// none. The Teams returned keep only what a person decides in a manifest (no
+// uid, resourceVersion, status...), so saved output of `team get -o yaml`
+// applies again.
+func ReadTeams(paths []string, recursive bool, stdin io.Reader) (teams []*gpuvcv1.Team, skipped []string, err error) {
 	var problems []string
 	badFiles := map[string]bool{}
 	problem := func(file, msg string) {
@@ -281,4 +287,16 @@ func checkTeam(label string, obj any) (*gpuvcv1.Team, []string) {
 	}
 	asApplied(t)
 	return t, nil
+}
+
+// asApplied keeps what a person decides in a manifest and drops what the API server
+// owns, so the saved output of `team get -o yaml` (or kubectl's) applies again even
+// after the team was recreated: no uid or resourceVersion preconditions, no status.
+func asApplied(t *gpuvcv1.Team) {
+	t.TypeMeta = metav1.TypeMeta{APIVersion: gpuvcv1.GroupVersion.String(), Kind: "Team"}
+	m := &t.ObjectMeta
+	m.UID, m.ResourceVersion, m.Generation, m.ManagedFields = "", "", 0, nil
+	m.CreationTimestamp, m.DeletionTimestamp, m.DeletionGracePeriodSeconds = metav1.Time{}, nil, nil
+	m.Finalizers = nil
+	t.Status = gpuvcv1.TeamStatus{}
 }
