@@ -16,13 +16,13 @@ import (
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/fakeagent"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/managertest"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent"
 	"github.com/gpuvc/gpuvc/gpu/usage"
 	"github.com/gpuvc/gpuvc/manager"
 	"github.com/gpuvc/gpuvc/manager/idle"
-	"github.com/gpuvc/gpuvc/manager/managertest"
 )
 
 const (

@@ -19,10 +19,10 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/managertest"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 

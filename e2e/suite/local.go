@@ -9,8 +9,8 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/managertest"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/manager/managertest"
 )
 
 // localBackend is the local control plane with the gpuvc binary as the manager.

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/managertest"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/accounting"
-	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gpuvc/gpuvc/api/scheme"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/managertest"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/team"
 )
 

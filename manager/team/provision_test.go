@@ -15,8 +15,8 @@ import (
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/managertest"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
-	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
 )

@@ -11,9 +11,9 @@ import (
 
 	"github.com/gpuvc/gpuvc/api/scheme"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/managertest"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localkueue"
-	"github.com/gpuvc/gpuvc/manager/managertest"
 )
 
 var (

@@ -14,9 +14,9 @@ import (
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/managertest"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/manager/managertest"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
 )

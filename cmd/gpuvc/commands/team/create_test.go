@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
-	"github.com/gpuvc/gpuvc/manager/managertest"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/managertest"
 )
 
 func TestCreateDryRunPrintsTheTeam(t *testing.T) {
