@@ -22,7 +22,6 @@ import (
 	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/api/podstatus"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
-	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
 	"github.com/gpuvc/gpuvc/kind/nodepool"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
 )
@@ -346,7 +345,7 @@ func visibleDevices(ctx context.Context, host kubernetes.Interface, p *corev1.Po
 			return false, nil
 		}
 		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(l), deviceplugin.VisibleDevicesEnv+"="); ok {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), contract.EnvVisibleDevices+"="); ok {
 				devices = v
 				return true, nil
 			}

@@ -193,7 +193,7 @@ func (a *Accountant) nodes(ctx context.Context) (map[string]NodeInfo, error) {
 	}
 	out := make(map[string]NodeInfo, len(list.Items))
 	for _, n := range list.Items {
-		out[n.Name] = NodeInfo{Pool: n.Labels[contract.LabelPool], Product: n.Labels[labelProduct]}
+		out[n.Name] = NodeInfo{Pool: n.Labels[contract.LabelPool], Product: n.Labels[contract.LabelGPUProduct]}
 	}
 	return out, nil
 }

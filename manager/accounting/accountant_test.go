@@ -31,7 +31,7 @@ func fakeHost(t *testing.T) client.Client {
 	team := testobj.Team("ml", "a100").GPUs(2).Obj()
 	team.UID = "uid-ml"
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a100-0",
-		Labels: map[string]string{contract.LabelPool: "a100", labelProduct: "NVIDIA-A100-SXM4-80GB"}}}
+		Labels: map[string]string{contract.LabelPool: "a100", contract.LabelGPUProduct: "NVIDIA-A100-SXM4-80GB"}}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-ml"}}
 	return fake.NewClientBuilder().WithScheme(s).
 		WithObjects(team, node, ns, bound(testobj.Pod("train", "team-ml").GPUs("2"), "a100-0").Obj()).

@@ -12,10 +12,10 @@ import (
 )
 
 const (
-	resourceGPU = corev1.ResourceName("nvidia.com/gpu")
-	// labelProduct is GPU Feature Discovery's product label, which names the MIG
-	// model; defaultComputeSlices weighs slices on nodes without it (A100/H100/H200).
-	labelProduct         = "nvidia.com/gpu.product"
+	resourceGPU = corev1.ResourceName(contract.ResourceGPU)
+	// defaultComputeSlices weighs MIG slices on nodes without GPU Feature
+	// Discovery's product label (contract.LabelGPUProduct), which names the MIG
+	// model (A100/H100/H200).
 	defaultComputeSlices = 7
 )
 

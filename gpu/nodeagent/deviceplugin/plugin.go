@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/gpuvc/gpuvc/api/contract"
 )
 
 // plugin serves one resource's devices to the kubelet.
@@ -92,8 +94,10 @@ func (p *plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*p
 				return nil, status.Errorf(codes.InvalidArgument, "%s: unknown device %q", p.res.Name, id)
 			}
 		}
+		// The allocated device IDs, as the NVIDIA device plugin gives them with
+		// its default envvar strategy.
 		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerAllocateResponse{
-			Envs: map[string]string{VisibleDevicesEnv: strings.Join(ids, ",")},
+			Envs: map[string]string{contract.EnvVisibleDevices: strings.Join(ids, ",")},
 		})
 	}
 	return resp, nil

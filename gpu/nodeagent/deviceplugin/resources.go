@@ -14,10 +14,6 @@ import (
 	"github.com/gpuvc/gpuvc/gpu/mig"
 )
 
-// VisibleDevicesEnv is the variable Allocate sets to the allocated device IDs,
-// as the NVIDIA device plugin does with its default envvar strategy.
-const VisibleDevicesEnv = "NVIDIA_VISIBLE_DEVICES"
-
 // Resource is one extended resource the plugin advertises and the socket it
 // serves it on.
 type Resource struct {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin/fakekubelet"
 )
@@ -150,7 +151,7 @@ func TestServeRegistersServesAndReregisters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := resp.ContainerResponses[0].Envs[VisibleDevicesEnv]; got != strings.Join(want[name], ",") {
+		if got := resp.ContainerResponses[0].Envs[contract.EnvVisibleDevices]; got != strings.Join(want[name], ",") {
 			t.Errorf("%s Allocate env = %q, want %q", name, got, strings.Join(want[name], ","))
 		}
 	}
