@@ -56,7 +56,7 @@ func checkHostNamespaces(in *Input) (string, string, bool) {
 
 // gpuDeviceEnv are variables the NVIDIA container runtime reads to decide which
 // devices to expose; set by a tenant they bypass the device plugin.
-var gpuDeviceEnv = []string{"NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES"}
+var gpuDeviceEnv = contract.DeviceEnv()
 
 func checkGPUEnv(in *Input) (string, string, bool) {
 	for _, c := range allContainers(in.Pod) {

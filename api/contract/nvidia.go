@@ -21,3 +21,10 @@ const (
 	// LabelGFDTimestamp is stamped by GFD on every labelling pass.
 	LabelGFDTimestamp = "nvidia.com/gfd.timestamp"
 )
+
+// DeviceEnv lists the environment variables the NVIDIA container runtime reads
+// to decide which devices to expose. Set by a tenant they would bypass the
+// device plugin, so both fences (webhook and CEL) refuse them on tenant pods.
+func DeviceEnv() []string {
+	return []string{EnvVisibleDevices, "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES"}
+}

@@ -73,7 +73,7 @@ func sidecar(c string) string { return c + `.?restartPolicy.orValue("") == "Alwa
 // Frequently used literals.
 var (
 	labelPool      = lit(contract.LabelPool)
-	gpuEnvNames    = litList([]string{"NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES"})
+	gpuEnvNames    = litList(contract.DeviceEnv())
 	shareCMPrefix  = lit(contract.ShareConfigMapPrefix)
 	annoFraction   = lit(contract.AnnotationKAIFraction)
 	annoMemory     = lit(contract.AnnotationKAIMemory)
