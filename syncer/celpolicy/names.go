@@ -15,6 +15,10 @@ const (
 	// namespace; NetworkPolicyFenceBindingName binds it to team namespaces.
 	NetworkPolicyFenceName        = "gpuvc-networkpolicy-fence"
 	NetworkPolicyFenceBindingName = "gpuvc-networkpolicy-fence"
+	// StorageFenceName keeps a team's new claims off volumes not provisioned
+	// for them; StorageFenceBindingName binds it to team namespaces.
+	StorageFenceName        = "gpuvc-storage-fence"
+	StorageFenceBindingName = "gpuvc-storage-fence"
 	// ParamsName is the parameter ConfigMap in every team namespace.
 	ParamsName = "gpuvc-admission-params"
 
@@ -123,4 +127,6 @@ const (
 	ReasonNetworkPolicyAllSources = "NetworkPolicyAdmitsEveryone"
 	ReasonNetworkPolicyNamespace  = "NetworkPolicyNamespaceSelector"
 	ReasonNetworkPolicyIPBlock    = "NetworkPolicyIPBlock"
+	// A team's PersistentVolumeClaim (policy_storage.go).
+	ReasonClaimNamesVolume = "ClaimNamesVolume"
 )

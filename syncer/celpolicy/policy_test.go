@@ -22,8 +22,8 @@ import (
 
 func TestClusterObjects(t *testing.T) {
 	objs := celpolicy.ClusterObjects(celpolicy.Options{})
-	if len(objs) != 6 {
-		t.Fatalf("got %d objects, want policy, binding, guard, guard binding, network fence, network fence binding", len(objs))
+	if len(objs) != 8 {
+		t.Fatalf("got %d objects, want policy, binding, guard, guard binding, network fence, network fence binding, storage fence, storage fence binding", len(objs))
 	}
 	fence := objs[0].(*admissionv1ac.ValidatingAdmissionPolicyApplyConfiguration)
 	binding := objs[1].(*admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration)
@@ -203,7 +203,7 @@ func TestPolicyTypeChecks(t *testing.T) {
 	} else {
 		t.Logf("canary: %s: %s", w[0].FieldRef, w[0].Warning)
 	}
-	for _, name := range []string{celpolicy.PolicyName, celpolicy.GuardPolicyName, celpolicy.NetworkPolicyFenceName} {
+	for _, name := range []string{celpolicy.PolicyName, celpolicy.GuardPolicyName, celpolicy.NetworkPolicyFenceName, celpolicy.StorageFenceName} {
 		for _, w := range typeChecked(name).Status.TypeChecking.ExpressionWarnings {
 			t.Errorf("%s: %s: %s", name, w.FieldRef, w.Warning)
 		}
