@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/kind/localaddons"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/localnode"
@@ -48,6 +49,8 @@ type realBackend struct {
 	host *localnode.Host
 	cp   *localcluster.ControlPlane
 	node *localnode.Node
+	// addons are the storage provisioner and metrics-server (addons.go).
+	addons *localaddons.Addons
 	// shim is the containerd shim executable: no process may run it after Stop.
 	shim     string
 	gpuvcBin string
@@ -98,6 +101,9 @@ func startReal(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 		Host:          b.host,
 		Log:           logWriter,
 	}); err != nil {
+		return nil, err
+	}
+	if b.addons, err = startAddons(ctx, b.cp); err != nil {
 		return nil, err
 	}
 	if err := b.install(ctx); err != nil {
@@ -172,6 +178,12 @@ func (b *realBackend) ExportKubeconfig(ctx context.Context, team string) error {
 func (b *realBackend) Stop() error {
 	pids := map[string]int{}
 	var errs []error
+	if b.addons != nil {
+		for c, pid := range b.addons.PIDs() {
+			pids[c] = pid
+		}
+		errs = append(errs, b.addons.Stop())
+	}
 	if b.node != nil {
 		for c, pid := range b.node.PIDs() {
 			pids[string(c)] = pid

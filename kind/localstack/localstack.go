@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/kind/localaddons"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/localkueue"
@@ -204,6 +205,9 @@ func (s *Stack) startReal(ctx context.Context, m *localcluster.Manifest, opts Op
 	if err != nil {
 		return errors.Join(err, host.Release())
 	}
+	if err := s.startAddons(ctx, opts.Dir, log); err != nil {
+		return errors.Join(err, host.Release())
+	}
 	return host.Leave()
 }
 
@@ -216,7 +220,7 @@ func Down(ctx context.Context, dir string, log io.Writer) error {
 		return err
 	}
 	// Kueue first: its webhooks are the API server's to call.
-	errs := []error{stopKueue(dir), localprom.StopDetached(PrometheusDir(dir))}
+	errs := []error{stopKueue(dir), localprom.StopDetached(PrometheusDir(dir)), localaddons.StopDetached(AddonsDir(dir))}
 	if HasRealNode(dir) {
 		if os.Geteuid() != 0 {
 			return fmt.Errorf("a real node runs from %s: removing it needs root", NodeDir(dir))
