@@ -96,7 +96,7 @@ generate: ## Regenerate deepcopy code and the Team CRD from the Go types
 verify-generated: generate ## Fail if generated files differ from what is committed
 	@git diff --exit-code -- api charts/gpuvc/crds || { echo "generated files are stale: run make generate and commit"; exit 1; }
 
-binaries: ## Build (once; ~16 min cold on 2 cores, one progress line per tool) and cache etcd, Kubernetes, kwok, the real node (kubelet, kube-proxy, containerd, kube-router), the vCluster image binaries (vcluster, kine, CoreDNS) and Kueue (`go run ./e2e/localcp/cmd/build-binaries -only kueue` builds Kueue alone)
+binaries: ## Build (once; ~16 min cold on 2 cores, one progress line per tool) and cache etcd, Kubernetes, kwok, the real node (kubelet, kube-proxy, containerd, kube-router), the host add-ons (local-path-provisioner, metrics-server), the vCluster image binaries (vcluster, kine, CoreDNS) and Kueue (`go run ./e2e/localcp/cmd/build-binaries -only kueue` builds Kueue alone, `-only addons` the add-ons)
 	$(GO) run ./e2e/localcp/cmd/build-binaries
 
 # The real-GPU check (docs/gpu.md, "Checking a real GPU"): a small binary of its

@@ -70,7 +70,11 @@ func buildValues(spec Spec) values {
 		Sync: syncValues{
 			// Synced pods tolerate their pool's taint and, through the node selector
 			// below, land only on its nodes; the virtual cluster sees only those.
-			ToHost: toHostValues{Pods: podSyncValues{EnforceTolerations: []string{poolToleration}}},
+			ToHost: toHostValues{
+				Pods: podSyncValues{EnforceTolerations: []string{poolToleration}},
+				// A team's NetworkPolicies are honoured on the host, inside the fence.
+				NetworkPolicies: toggleValues{Enabled: true},
+			},
 			FromHost: fromHostValues{Nodes: nodeSyncValues{
 				Enabled:  spec.SyncRealNodes,
 				Selector: nodeSelectorValues{Labels: map[string]string{contract.LabelPool: spec.Pool}},
@@ -81,12 +85,29 @@ func buildValues(spec Spec) values {
 		Experimental: experimentalValues{
 			SyncSettings: syncSettingsValues{SetOwner: spec.SetOwner},
 		},
-		Telemetry: telemetryValues{Enabled: false},
+		Telemetry:    telemetryValues{Enabled: false},
+		Integrations: integrationsValues{MetricsServer: metricsServer(spec)},
+	}
+	if spec.SyncRealNodes {
+		// Cluster-wide reads come with the ClusterRole that syncing real nodes
+		// installs anyway: the host's StorageClasses are visible to the team.
+		v.Sync.FromHost.StorageClasses = &autoToggleValues{Enabled: "true"}
 	}
 	if spec.RunAsNonRoot {
 		restrict(&v.ControlPlane)
 	}
 	return v
+}
+
+// metricsServer turns on vCluster's proxy of the host's Metrics API, so
+// `kubectl top pods` works through the team's kubeconfig and shows the team's
+// pods only (vCluster asks the host for its own namespace's pods). Node metrics
+// need vCluster's ClusterRole (cluster-wide metrics.k8s.io nodes): only with
+// real node sync, which installs that ClusterRole anyway; without it the manager
+// holds no cluster RBAC to grant (docs/chart.md) and `kubectl top nodes` says
+// the Metrics API has no node metrics.
+func metricsServer(spec Spec) metricsServerValues {
+	return metricsServerValues{Enabled: true, Pods: true, Nodes: spec.SyncRealNodes}
 }
 
 // nonRootUID is the user the control plane runs as in restricted namespaces.

@@ -14,6 +14,7 @@ type values struct {
 	Policies         policiesValues         `json:"policies"`
 	Experimental     experimentalValues     `json:"experimental"`
 	Telemetry        telemetryValues        `json:"telemetry"`
+	Integrations     integrationsValues     `json:"integrations"`
 }
 
 // controlPlaneValues is controlPlane.
@@ -100,6 +101,10 @@ type syncValues struct {
 // toHostValues is sync.toHost.
 type toHostValues struct {
 	Pods podSyncValues `json:"pods"`
+	// NetworkPolicies the team writes reach its host namespace, where gpuvc's
+	// NetworkPolicy fence (syncer/celpolicy) keeps them from widening the host's
+	// default deny.
+	NetworkPolicies toggleValues `json:"networkPolicies"`
 }
 
 // podSyncValues is sync.toHost.pods.
@@ -111,6 +116,14 @@ type podSyncValues struct {
 // fromHostValues is sync.fromHost.
 type fromHostValues struct {
 	Nodes nodeSyncValues `json:"nodes"`
+	// StorageClasses shows the host's StorageClasses in the virtual cluster
+	// ("true"); omitted, the chart's "auto" shows none (it needs a ClusterRole).
+	StorageClasses *autoToggleValues `json:"storageClasses,omitempty"`
+}
+
+// autoToggleValues is an object whose enabled flag is "true", "false" or "auto".
+type autoToggleValues struct {
+	Enabled string `json:"enabled"`
 }
 
 // nodeSyncValues is sync.fromHost.nodes. With selector labels, vCluster shows only the
@@ -146,6 +159,20 @@ type experimentalValues struct {
 // syncSettingsValues is experimental.syncSettings.
 type syncSettingsValues struct {
 	SetOwner bool `json:"setOwner"`
+}
+
+// integrationsValues is integrations.
+type integrationsValues struct {
+	MetricsServer metricsServerValues `json:"metricsServer"`
+}
+
+// metricsServerValues is integrations.metricsServer: vCluster's proxy of the
+// host's Metrics API (kubectl top), pods from the team's host namespace only,
+// nodes through a ClusterRole.
+type metricsServerValues struct {
+	Enabled bool `json:"enabled"`
+	Nodes   bool `json:"nodes"`
+	Pods    bool `json:"pods"`
 }
 
 // telemetryValues is telemetry.

@@ -21,12 +21,18 @@ func wantValues(mutate ...func(*values)) values {
 		},
 		ExportKubeConfig: exportKubeConfigValues{Context: "fraud", Server: "https://fraud.vc.example.com:443"},
 		Sync: syncValues{
-			ToHost: toHostValues{Pods: podSyncValues{EnforceTolerations: []string{"gpuvc.dev/pool=a100:NoSchedule"}}},
+			ToHost: toHostValues{
+				Pods:            podSyncValues{EnforceTolerations: []string{"gpuvc.dev/pool=a100:NoSchedule"}},
+				NetworkPolicies: toggleValues{Enabled: true},
+			},
 			FromHost: fromHostValues{Nodes: nodeSyncValues{
 				Enabled:  true,
 				Selector: nodeSelectorValues{Labels: map[string]string{"gpuvc.dev/pool": "a100"}},
-			}},
+			},
+				StorageClasses: &autoToggleValues{Enabled: "true"},
+			},
 		},
+		Integrations: integrationsValues{MetricsServer: metricsServerValues{Enabled: true, Pods: true, Nodes: true}},
 	}
 	for _, m := range mutate {
 		m(&v)
@@ -98,6 +104,14 @@ func TestBuildValues(t *testing.T) {
 				v.ControlPlane.Proxy.ExtraSANs = []string{"10.96.0.42"}
 			}),
 		},
+		"without real nodes: pod metrics only, no host StorageClasses (no ClusterRole)": {
+			spec: makeSpec(func(s *Spec) { s.SyncRealNodes = false }),
+			want: wantValues(func(v *values) {
+				v.Sync.FromHost.Nodes.Enabled = false
+				v.Sync.FromHost.StorageClasses = nil
+				v.Integrations.MetricsServer.Nodes = false
+			}),
+		},
 		"image tag follows the chart version": {
 			spec: makeSpec(func(s *Spec) { s.Chart.Version = "0.36.0" }),
 			want: wantValues(func(v *values) { v.ControlPlane.StatefulSet.Image.Tag = "0.36.0" }),
@@ -132,12 +146,19 @@ func TestHelmValuesMap(t *testing.T) {
 		},
 		"exportKubeConfig": map[string]any{"context": "fraud", "server": "https://fraud.vc.example.com:443"},
 		"sync": map[string]any{
-			"toHost": map[string]any{"pods": map[string]any{"enforceTolerations": []any{"gpuvc.dev/pool=a100:NoSchedule"}}},
-			"fromHost": map[string]any{"nodes": map[string]any{
-				"enabled":  true,
-				"selector": map[string]any{"labels": map[string]any{"gpuvc.dev/pool": "a100"}},
-			}},
+			"toHost": map[string]any{
+				"pods":            map[string]any{"enforceTolerations": []any{"gpuvc.dev/pool=a100:NoSchedule"}},
+				"networkPolicies": map[string]any{"enabled": true},
+			},
+			"fromHost": map[string]any{
+				"nodes": map[string]any{
+					"enabled":  true,
+					"selector": map[string]any{"labels": map[string]any{"gpuvc.dev/pool": "a100"}},
+				},
+				"storageClasses": map[string]any{"enabled": "true"},
+			},
 		},
+		"integrations": map[string]any{"metricsServer": map[string]any{"enabled": true, "nodes": true, "pods": true}},
 		"policies": map[string]any{
 			"resourceQuota": map[string]any{"enabled": false},
 			"limitRange":    map[string]any{"enabled": false},

@@ -167,7 +167,7 @@ func EnsureImageBinaries(ctx context.Context, log io.Writer) (*localcluster.Imag
 // vCluster's images and Kueue run, numbering its progress lines across all of them, and
 // lists them in the manifest the product reads. `make binaries` runs it.
 func EnsureAll(ctx context.Context, log io.Writer) error {
-	all := append(append(append(toolBuilds(), nodeBuilds()...), imageBuilds()...), kueueBuild())
+	all := append(append(append(append(toolBuilds(), nodeBuilds()...), addonBuilds()...), imageBuilds()...), kueueBuild())
 	pr := newProgress(log, len(all))
 	if _, err := ensureTools(ctx, all, pr); err != nil {
 		return err

@@ -137,6 +137,11 @@ func (b *realBackend) Stop() error {
 				pids[string(c)] = pid
 			}
 		}
+		if b.stack.Addons != nil {
+			for c, pid := range b.stack.Addons.PIDs() {
+				pids[c] = pid
+			}
+		}
 		for c, pid := range b.stack.ControlPlane.PIDs() {
 			pids[c] = pid
 		}

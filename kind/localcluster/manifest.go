@@ -132,6 +132,16 @@ func (m *Manifest) Node() (*NodeBinaries, error) {
 	return &NodeBinaries{Kubelet: p[0], KubeProxy: p[1], Containerd: p[2], ContainerdShim: p[3], Ctr: p[4], KubeRouter: p[5]}, nil
 }
 
+// Tool returns the path of one prebuilt executable by its manifest name
+// (e.g. "metrics-server").
+func (m *Manifest) Tool(name string) (string, error) {
+	p, err := m.paths(name)
+	if err != nil {
+		return "", err
+	}
+	return p[0], nil
+}
+
 // Images returns the binaries of vCluster's control-plane images.
 func (m *Manifest) Images() (*ImageBinaries, error) {
 	p, err := m.paths("vcluster", "kine", "coredns")

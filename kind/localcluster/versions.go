@@ -14,6 +14,12 @@ const (
 	// KueueVersion: v0.17.0 is the newest the module proxy serves (v0.16.0 and
 	// v0.18.0 are refused); it builds at its own k8s.io v0.35 pins, as a separate binary.
 	KueueVersion = "v0.17.0"
+	// LocalPathProvisionerVersion: rancher's dynamic provisioner, the one kind
+	// ships; v0.0.30 is the only recent version the module proxy serves here
+	// (v0.0.26, v0.0.28, v0.0.29, v0.0.31 and v0.0.32 are refused).
+	LocalPathProvisionerVersion = "v0.0.30"
+	// MetricsServerVersion: the Metrics API behind `kubectl top`.
+	MetricsServerVersion = "v0.8.0"
 )
 
 // Binaries are the paths of the executables a control plane is made of.

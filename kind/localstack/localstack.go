@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/kind/bringup"
+	"github.com/gpuvc/gpuvc/kind/localaddons"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localkueue"
 	"github.com/gpuvc/gpuvc/kind/localnode"
@@ -83,6 +84,9 @@ type Stack struct {
 	Pools []nodepool.Pool
 	// Kueue is the local Kueue, nil without Options.Kueue.
 	Kueue *localkueue.Kueue
+	// Addons are the storage provisioner and metrics-server beside a real
+	// node (kind/localaddons), nil with KwokOnly.
+	Addons *localaddons.Addons
 
 	dir      string
 	attached bool
@@ -150,6 +154,9 @@ func (s *Stack) Stop() error {
 	if s.Kueue != nil {
 		errs = append(errs, s.Kueue.Stop())
 	}
+	if s.Addons != nil {
+		errs = append(errs, s.Addons.Stop())
+	}
 	if s.Node != nil {
 		errs = append(errs, s.Node.Stop())
 	}
@@ -174,7 +181,7 @@ func Down(ctx context.Context, dir string, log io.Writer) error {
 		return err
 	}
 	// Kueue first: its webhooks are the API server's to call.
-	errs := []error{stopKueue(dir), localprom.StopDetached(PrometheusDir(dir))}
+	errs := []error{stopKueue(dir), localprom.StopDetached(PrometheusDir(dir)), localaddons.StopDetached(AddonsDir(dir))}
 	if HasRealNode(dir) {
 		if os.Geteuid() != 0 {
 			return fmt.Errorf("a real node runs from %s: removing it needs root", NodeDir(dir))

@@ -62,6 +62,7 @@ func (u *upper) steps() []bringup.Step {
 		steps = append(steps,
 			bringup.Step{Name: "take the machine's node slot", Run: u.acquireHost},
 			bringup.Step{Name: "start the real node " + RealNodeName, Run: u.startNode},
+			bringup.Step{Name: "start the storage provisioner and metrics-server", Run: u.startAddons},
 		)
 	}
 	if u.opts.Kueue {

@@ -14,9 +14,12 @@ import (
 // repository is reachable), ephemeral vClusters running the Kubernetes version
 // built here, team kubeconfigs pointing at each vCluster's ClusterIP (the node
 // runs kube-proxy, so ClusterIPs route from this machine), and no agent
-// DaemonSet: the node's own GPU agent daemon serves and publishes its GPUs.
+// DaemonSet: the node's own GPU agent daemon serves and publishes its GPUs;
+// StatefulSet pods' hosts rewrite runs from the workload image.
 func Values() map[string]any {
 	repo, tag, _ := strings.Cut(images.GpuvcRef, ":")
+	workloadImage, workloadTag, _ := strings.Cut(images.WorkloadRef, ":")
+	workloadRegistry, workloadRepository, _ := strings.Cut(workloadImage, "/")
 	return map[string]any{
 		"image": map[string]any{"repository": repo, "tag": tag, "pullPolicy": "Never"},
 		"manager": map[string]any{
@@ -29,6 +32,12 @@ func Values() map[string]any {
 			"chart":     map[string]any{"dir": images.VClusterChartInImage},
 			"ephemeral": true,
 			"values": map[string]any{
+				// vCluster rewrites a StatefulSet pod's /etc/hosts with an init
+				// container (sed) from mirror.gcr.io/library/alpine, which no node
+				// here can pull: the busybox workload image on the node does it.
+				"sync": map[string]any{"toHost": map[string]any{"pods": map[string]any{"rewriteHosts": map[string]any{
+					"initContainer": map[string]any{"image": map[string]any{"registry": workloadRegistry, "repository": workloadRepository, "tag": workloadTag}},
+				}}}},
 				"controlPlane": map[string]any{
 					"distro": map[string]any{
 						"k8s": map[string]any{"image": map[string]any{"tag": localcluster.KubernetesVersion}},

@@ -37,6 +37,9 @@ type Result struct {
 	Cluster *Cluster
 	Nodes   []NodeGPUs // the cluster's pool nodes and their GPUs
 	Teams   []TeamResult
+	// WorkloadImage is the demo pods' busybox image: the report suggests
+	// running a web server from it and fetching its page from a demo pod.
+	WorkloadImage string
 }
 
 // NodeGPUs is a node and the GPU resources its kubelet advertises.
@@ -93,6 +96,9 @@ func Up(ctx context.Context, opts Options) (*Result, error) {
 // follows them until they run on the host.
 func runDemo(ctx context.Context, c *Cluster, demo []DemoTeam, opts Options, log *progress) (*Result, error) {
 	res := &Result{Cluster: c, Nodes: c.GPUs}
+	if len(demo) > 0 && len(demo[0].Pods) > 0 {
+		res.WorkloadImage = demo[0].Pods[0].Spec.Containers[0].Image
+	}
 	tc, err := teamctl.New(c.Config)
 	if err != nil {
 		return res, err
@@ -391,6 +397,14 @@ func (r *Result) Print(w io.Writer, gpuvc string) {
 		fmt.Fprintf(w, "\nTeam %s (pool %s; %s), as a team member — its own cluster at %s:\n", t.Name, t.Pool, t.Command, t.Server)
 		fmt.Fprintf(w, "  %s team kubeconfig %s -f %s.kubeconfig   # already written to %s\n", gpuvc, t.Name, t.Name, t.Kubeconfig)
 		fmt.Fprintf(w, "  %s --kubeconfig %s get pods -o wide\n", kubectl, t.Kubeconfig)
+	}
+	if len(r.Teams) > 0 && r.WorkloadImage != "" {
+		t := r.Teams[0]
+		k := kubectl + " --kubeconfig " + t.Kubeconfig
+		fmt.Fprintf(w, "\nPod to pod in team %s's cluster — a web server, its Service, a fetch by name from the demo pod train:\n", t.Name)
+		fmt.Fprintf(w, "  %s run web --image=%s --image-pull-policy=IfNotPresent --port=8080 --command -- sh -c 'echo hello from web > /tmp/index.html; exec httpd -f -p 8080 -h /tmp'\n", k, r.WorkloadImage)
+		fmt.Fprintf(w, "  %s expose pod web --port=80 --target-port=8080\n", k)
+		fmt.Fprintf(w, "  %s exec train -- sh -c 'printf \"GET / HTTP/1.0\\r\\n\\r\\n\" | nc -w 3 web 80'    # prints the page: hello from web\n", k)
 	}
 	if u := r.Cluster.PrometheusURL; u != "" {
 		fmt.Fprintf(w, "\nPrometheus, scraping gpuvc, with its alert rules (docs/monitoring.md):\n  %s/graph?g0.expr=%s\n  %s/alerts\n",

@@ -86,8 +86,9 @@ func TestFollowPodStopsAtARefusal(t *testing.T) {
 
 func TestResultPrintSaysWhereAndHowToConnect(t *testing.T) {
 	r := &Result{
-		Cluster: &Cluster{Name: "gpuvc-trial", Kubeconfig: "/home/u/.cache/gpuvc/trial/gpuvc-trial.kubeconfig"},
-		Nodes:   []NodeGPUs{{Pool: "a100", Node: "a100-0", GPUs: "nvidia.com/gpu: 4, nvidia.com/mig-1g.10gb: 8"}},
+		WorkloadImage: DefaultWorkloadImage,
+		Cluster:       &Cluster{Name: "gpuvc-trial", Kubeconfig: "/home/u/.cache/gpuvc/trial/gpuvc-trial.kubeconfig"},
+		Nodes:         []NodeGPUs{{Pool: "a100", Node: "a100-0", GPUs: "nvidia.com/gpu: 4, nvidia.com/mig-1g.10gb: 8"}},
 		Teams: []TeamResult{{
 			Name: "vision", Pool: "a100", Command: CreateCommand(DemoTeams("")[0].Team),
 			Kubeconfig: "/home/u/.cache/gpuvc/trial/vision.kubeconfig", Server: "https://172.18.0.3:31443",
@@ -111,6 +112,8 @@ func TestResultPrintSaysWhereAndHowToConnect(t *testing.T) {
 		"bin/gpuvc team kubeconfig vision -f vision.kubeconfig",
 		"kubectl --kubeconfig /home/u/.cache/gpuvc/trial/vision.kubeconfig get pods",
 		"https://172.18.0.3:31443",
+		"kubectl --kubeconfig /home/u/.cache/gpuvc/trial/vision.kubeconfig exec train -- sh -c 'printf \"GET / HTTP/1.0",
+		"run web --image=docker.io/library/busybox:1.37",
 		"make trial-down",
 	} {
 		if !strings.Contains(out.String(), want) {

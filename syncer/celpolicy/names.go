@@ -11,6 +11,14 @@ const (
 	// GuardBindingName binds it to team namespaces.
 	GuardPolicyName  = "gpuvc-params-guard"
 	GuardBindingName = "gpuvc-params-guard"
+	// NetworkPolicyFenceName keeps a team's NetworkPolicies inside its
+	// namespace; NetworkPolicyFenceBindingName binds it to team namespaces.
+	NetworkPolicyFenceName        = "gpuvc-networkpolicy-fence"
+	NetworkPolicyFenceBindingName = "gpuvc-networkpolicy-fence"
+	// StorageFenceName keeps a team's new claims off volumes not provisioned
+	// for them; StorageFenceBindingName binds it to team namespaces.
+	StorageFenceName        = "gpuvc-storage-fence"
+	StorageFenceBindingName = "gpuvc-storage-fence"
 	// ParamsName is the parameter ConfigMap in every team namespace.
 	ParamsName = "gpuvc-admission-params"
 
@@ -115,4 +123,10 @@ const (
 	ReasonKueueQueueNotAllowed    = "KueueQueueNotAllowed"
 	ReasonKueuePriorityNotAllowed = "KueuePriorityClassNotAllowed"
 	ReasonGateNotAllowed          = "SchedulingGateNotAllowed"
+	// A team's NetworkPolicy (policy_network.go).
+	ReasonNetworkPolicyAllSources = "NetworkPolicyAdmitsEveryone"
+	ReasonNetworkPolicyNamespace  = "NetworkPolicyNamespaceSelector"
+	ReasonNetworkPolicyIPBlock    = "NetworkPolicyIPBlock"
+	// A team's PersistentVolumeClaim (policy_storage.go).
+	ReasonClaimNamesVolume = "ClaimNamesVolume"
 )

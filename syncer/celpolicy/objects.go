@@ -65,9 +65,11 @@ func (o Options) controlPlaneCreators() []string {
 
 // ClusterObjects returns the cluster-scoped objects of the fence, policies
 // before their bindings: the pod fence and its binding, the guard of the
-// parameter ConfigMaps and its binding. Apply each with server-side apply.
+// parameter ConfigMaps and its binding, the NetworkPolicy fence and its
+// binding, the storage fence and its binding. Apply each with server-side apply.
 func ClusterObjects(opts Options) []runtime.ApplyConfiguration {
-	return []runtime.ApplyConfiguration{podFence(opts), podFenceBinding(), paramsGuard(opts), paramsGuardBinding()}
+	return []runtime.ApplyConfiguration{podFence(opts), podFenceBinding(), paramsGuard(opts), paramsGuardBinding(),
+		networkPolicyFence(opts), networkPolicyFenceBinding(), storageFence(opts), storageFenceBinding()}
 }
 
 // Install applies ClusterObjects with server-side apply (field manager

@@ -22,13 +22,15 @@ import (
 
 func TestClusterObjects(t *testing.T) {
 	objs := celpolicy.ClusterObjects(celpolicy.Options{})
-	if len(objs) != 4 {
-		t.Fatalf("got %d objects, want policy, binding, guard, guard binding", len(objs))
+	if len(objs) != 8 {
+		t.Fatalf("got %d objects, want policy, binding, guard, guard binding, network fence, network fence binding, storage fence, storage fence binding", len(objs))
 	}
 	fence := objs[0].(*admissionv1ac.ValidatingAdmissionPolicyApplyConfiguration)
 	binding := objs[1].(*admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration)
 	guard := objs[2].(*admissionv1ac.ValidatingAdmissionPolicyApplyConfiguration)
 	guardBinding := objs[3].(*admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration)
+	network := objs[4].(*admissionv1ac.ValidatingAdmissionPolicyApplyConfiguration)
+	networkBinding := objs[5].(*admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration)
 
 	if got := *fence.Name; got != celpolicy.PolicyName {
 		t.Errorf("policy name %s", got)
@@ -63,7 +65,15 @@ func TestClusterObjects(t *testing.T) {
 	if diff := cmp.Diff([]admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, spec.ValidationActions); diff != "" {
 		t.Errorf("validationActions (-want +got):\n%s", diff)
 	}
-	for _, b := range []*admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration{binding, guardBinding} {
+	for _, v := range network.Spec.Validations {
+		if !strings.HasPrefix(*v.Message, "gpuvc: ") || *v.MessageExpression == "" || *v.Reason != metav1.StatusReasonForbidden {
+			t.Errorf("network fence validation %q: message %q, messageExpression set %v, reason %s", *v.Expression, *v.Message, *v.MessageExpression != "", *v.Reason)
+		}
+	}
+	if *networkBinding.Spec.PolicyName != *network.Name || network.Spec.ParamKind != nil || *network.Spec.FailurePolicy != admissionregistrationv1.Fail {
+		t.Errorf("network fence binding binds %s; paramKind %v", *networkBinding.Spec.PolicyName, network.Spec.ParamKind)
+	}
+	for _, b := range []*admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration{binding, guardBinding, networkBinding} {
 		sel := b.Spec.MatchResources.NamespaceSelector.MatchExpressions
 		if len(sel) != 1 || *sel[0].Key != contract.LabelTeam || *sel[0].Operator != metav1.LabelSelectorOpExists {
 			t.Errorf("binding %s selects namespaces %+v, want %s Exists", *b.Name, sel, contract.LabelTeam)
@@ -193,7 +203,7 @@ func TestPolicyTypeChecks(t *testing.T) {
 	} else {
 		t.Logf("canary: %s: %s", w[0].FieldRef, w[0].Warning)
 	}
-	for _, name := range []string{celpolicy.PolicyName, celpolicy.GuardPolicyName} {
+	for _, name := range []string{celpolicy.PolicyName, celpolicy.GuardPolicyName, celpolicy.NetworkPolicyFenceName, celpolicy.StorageFenceName} {
 		for _, w := range typeChecked(name).Status.TypeChecking.ExpressionWarnings {
 			t.Errorf("%s: %s: %s", name, w.FieldRef, w.Warning)
 		}

@@ -3,10 +3,16 @@ package images
 // WorkloadRef is the image of team pods in end-to-end tests.
 const WorkloadRef = "gpuvc.dev/e2e/workload:1"
 
-// workloadApplets are what test pods do: sleep, print their environment, and talk
-// to each other over TCP (nc, wget).
+// workloadApplets are what test and trial pods do: sleep, print their
+// environment, serve and fetch HTTP (httpd, wget), talk TCP (nc), resolve names
+// (nslookup), and read and write files on a volume.
 var workloadApplets = []string{
-	"sh", "sleep", "cat", "echo", "wget", "nc", "env", "printenv", "ls", "true", "false", "id", "hostname",
+	"sh", "sleep", "cat", "echo", "wget", "nc", "nslookup", "env", "printenv", "ls", "true", "false", "id", "hostname",
+	// The storage provisioner's helper pods (kind/localaddons) make and remove
+	// volume directories.
+	"mkdir", "chmod", "rm", "date", "df", "grep", "head", "tail", "wc", "httpd",
+	// vCluster's hosts rewrite of StatefulSet pods (kind/localstack.Values).
+	"sed",
 }
 
 // Workload is a busybox image for test pods, entrypoint /bin/sh. It runs as

@@ -2,7 +2,8 @@
 // runs — the control plane's, a real worker node's and those of vCluster's
 // control-plane images — printing one progress line per build (N of M, elapsed,
 // what is left), and lists them in the manifest that `gpuvc dev cluster` and the
-// trial read. `make binaries` runs it; `-only kueue` builds Kueue alone.
+// trial read. `make binaries` runs it; `-only kueue` builds Kueue alone, `-only
+// addons` the storage provisioner and metrics-server.
 package main
 
 import (
@@ -16,7 +17,7 @@ import (
 )
 
 func main() {
-	only := flag.String("only", "", "build only this one (kueue); empty: everything")
+	only := flag.String("only", "", "build only these (kueue, or addons: local-path-provisioner and metrics-server); empty: everything")
 	flag.Parse()
 	build := localcp.EnsureAll
 	switch *only {
@@ -26,8 +27,13 @@ func main() {
 			_, _, err := localcp.EnsureKueue(ctx, log)
 			return err
 		}
+	case "addons":
+		build = func(ctx context.Context, log io.Writer) error {
+			_, err := localcp.EnsureAddons(ctx, log)
+			return err
+		}
 	default:
-		fmt.Fprintf(os.Stderr, "error: -only %q: want kueue or nothing\n", *only)
+		fmt.Fprintf(os.Stderr, "error: -only %q: want kueue, addons or nothing\n", *only)
 		os.Exit(2)
 	}
 	if err := build(context.Background(), os.Stderr); err != nil {

@@ -1,0 +1,174 @@
+package localaddons
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuvc/gpuvc/kind/localcluster"
+	"github.com/gpuvc/gpuvc/kind/supervise"
+)
+
+// Manifest names of the add-ons' binaries (e2e/localcp builds them).
+const (
+	ProvisionerTool   = "local-path-provisioner"
+	MetricsServerTool = "metrics-server"
+)
+
+// Options configure Start.
+type Options struct {
+	// Dir holds the add-ons' logs, pid files and the volumes' directories.
+	// Required; Start creates it.
+	Dir string
+	// Node is the real node's name: the provisioner puts every volume there.
+	Node string
+	// Provisioner and MetricsServer are the binaries; empty: the manifest's.
+	Provisioner, MetricsServer string
+	// HelperImage is the image of the provisioner's helper pods (busybox with
+	// sh, mkdir, chmod, rm); it must be on the node already (never pulled).
+	HelperImage string
+	// Detached lets the processes outlive this program (a developer's cluster,
+	// the trial); StopDetached stops them later.
+	Detached bool
+	// Log receives progress lines. Nil discards them.
+	Log io.Writer
+}
+
+// Addons are the running add-ons.
+type Addons struct {
+	procs []*supervise.Process
+}
+
+// Start installs the default StorageClass and the Metrics API into cp and
+// starts the provisioner and metrics-server, waiting until each is ready: the
+// provisioner holds its leader lease, the Metrics API answers through the API
+// server. On error nothing it started is left running.
+func Start(ctx context.Context, cp *localcluster.ControlPlane, opts Options) (a *Addons, err error) {
+	if opts.Dir == "" || opts.Node == "" || opts.HelperImage == "" {
+		return nil, errors.New("localaddons: Options.Dir, Node and HelperImage are required")
+	}
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	if err := resolveBinaries(&opts); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	a = &Addons{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, a.Stop())
+			a = nil
+		}
+	}()
+	if err := a.startStorage(ctx, cs, cp, opts); err != nil {
+		return a, fmt.Errorf("storage (local-path-provisioner %s): %w", localcluster.LocalPathProvisionerVersion, err)
+	}
+	if err := a.startMetrics(ctx, cs, cp, opts); err != nil {
+		return a, fmt.Errorf("metrics (metrics-server %s): %w", localcluster.MetricsServerVersion, err)
+	}
+	fmt.Fprintf(log, "localaddons: default StorageClass %q (local-path-provisioner %s) and the Metrics API (metrics-server %s) ready in %v (logs in %s)\n",
+		StorageClass, localcluster.LocalPathProvisionerVersion, localcluster.MetricsServerVersion, time.Since(began).Round(time.Millisecond), opts.Dir)
+	return a, nil
+}
+
+func resolveBinaries(opts *Options) error {
+	if opts.Provisioner != "" && opts.MetricsServer != "" {
+		return nil
+	}
+	m, err := localcluster.LoadManifest()
+	if err != nil {
+		return err
+	}
+	if opts.Provisioner == "" {
+		if opts.Provisioner, err = m.Tool(ProvisionerTool); err != nil {
+			return err
+		}
+	}
+	if opts.MetricsServer == "" {
+		if opts.MetricsServer, err = m.Tool(MetricsServerTool); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start starts one add-on process and, detached, records its pid for
+// StopDetached.
+func (a *Addons) start(name, bin string, args []string, opts Options) (*supervise.Process, error) {
+	p, err := supervise.Start(name, bin, args, nil, opts.Dir, opts.Detached)
+	if err != nil {
+		return nil, err
+	}
+	a.procs = append(a.procs, p)
+	if opts.Detached {
+		if err := os.WriteFile(pidFile(opts.Dir, name), []byte(strconv.Itoa(p.PID())), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// PIDs are the add-ons' process ids by name.
+func (a *Addons) PIDs() map[string]int {
+	out := map[string]int{}
+	for _, p := range a.procs {
+		out[p.Name] = p.PID()
+	}
+	return out
+}
+
+// Stop stops the add-on processes Start started (the objects they made stay:
+// they go with the cluster).
+func (a *Addons) Stop() error {
+	if a == nil {
+		return nil
+	}
+	var errs []error
+	for _, p := range a.procs {
+		errs = append(errs, p.Stop(10*time.Second))
+	}
+	return errors.Join(errs...)
+}
+
+func pidFile(dir, name string) string { return filepath.Join(dir, name+".pid") }
+
+// StopDetached stops the add-ons a detached Start left running from dir;
+// none: nothing to do.
+func StopDetached(dir string) error {
+	var errs []error
+	for _, name := range []string{provisionerProcess, metricsProcess} {
+		b, err := os.ReadFile(pidFile(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", pidFile(dir, name), err))
+			continue
+		}
+		errs = append(errs, supervise.StopPID(pid, 10*time.Second))
+	}
+	return errors.Join(errs...)
+}
