@@ -22,7 +22,7 @@ var managerFlags = []string{
 	"--vcluster-chart-repo", "--vcluster-chart-version", "--vcluster-chart-dir",
 	"--team-server-url", "--control-plane-pool", "--system-pool", "--reserve-image", "--team-workers",
 	"--ephemeral-vclusters", "--sync-real-nodes", "--webhook-cert-secret", "--vcluster-values",
-	"--agent-metrics-port", "--kueue-user", "--not-queued-after",
+	"--agent-metrics-port", "--kueue-user", "--not-queued-after", "--vcluster-metrics-proxy",
 }
 
 const defaultImage = "ghcr.io/gpuvc/gpuvc:0.1.0"
@@ -44,7 +44,7 @@ func TestManagerArgs(t *testing.T) {
 		"--agent-metrics-port=9402",
 	}
 	leader := []string{"--leader-elect", "--leader-election-namespace=" + testNamespace}
-	chart := []string{"--vcluster-chart-repo=https://charts.loft.sh", "--vcluster-chart-version=0.36.1"}
+	chart := []string{"--vcluster-chart-repo=https://charts.loft.sh", "--vcluster-chart-version=0.36.1", "--vcluster-metrics-proxy=auto"}
 	cases := map[string]struct {
 		image string
 		args  []string
@@ -76,6 +76,7 @@ func TestManagerArgs(t *testing.T) {
 			"--webhook-cert-dir=" + WebhookCertDir,
 			"--vcluster-chart-dir=/charts/vcluster",
 			"--vcluster-chart-version=0.36.0",
+			"--vcluster-metrics-proxy=off",
 			"--team-server-url=https://{{.Team}}.vc.example.com",
 			"--team-workers=8",
 			"--control-plane-pool=system",

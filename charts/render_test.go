@@ -190,7 +190,7 @@ manager:
   extraVolumes: [{name: vcluster-chart, image: {reference: "registry.example.com/charts/vcluster:0.36.1"}}]
   extraVolumeMounts: [{name: vcluster-chart, mountPath: /charts/vcluster, readOnly: true}]
   resources: {requests: {cpu: 200m, memory: 512Mi}, limits: {cpu: 2, memory: 2Gi}}
-vcluster: {chart: {dir: /charts/vcluster, version: 0.36.0}}
+vcluster: {chart: {dir: /charts/vcluster, version: 0.36.0}, metricsProxy: "off"}
 webhook: {port: 10250, timeoutSeconds: 5}
 metrics: {port: 9090}
 agent:

@@ -14,6 +14,7 @@ func makeSpec(mutate ...func(*Spec)) Spec {
 		Pool:             "a100",
 		KubeconfigServer: "https://fraud.vc.example.com:443",
 		SyncRealNodes:    true,
+		MetricsProxy:     true,
 	}
 	for _, m := range mutate {
 		m(&s)

@@ -99,14 +99,18 @@ func buildValues(spec Spec) values {
 	return v
 }
 
-// metricsServer turns on vCluster's proxy of the host's Metrics API, so
-// `kubectl top pods` works through the team's kubeconfig and shows the team's
-// pods only (vCluster asks the host for its own namespace's pods). Node metrics
-// need vCluster's ClusterRole (cluster-wide metrics.k8s.io nodes): only with
-// real node sync, which installs that ClusterRole anyway; without it the manager
-// holds no cluster RBAC to grant (docs/chart.md) and `kubectl top nodes` says
-// the Metrics API has no node metrics.
+// metricsServer turns on vCluster's proxy of the host's Metrics API where
+// spec.MetricsProxy says the host serves it: `kubectl top pods` through the
+// team's kubeconfig shows the team's pods only (vCluster asks the host for its
+// own namespace's pods). Node metrics need vCluster's ClusterRole (cluster-wide
+// metrics.k8s.io nodes): only with real node sync, which installs that
+// ClusterRole anyway; without it the manager holds no cluster RBAC to grant
+// (docs/chart.md) and `kubectl top nodes` says the Metrics API has no node
+// metrics.
 func metricsServer(spec Spec) metricsServerValues {
+	if !spec.MetricsProxy {
+		return metricsServerValues{}
+	}
 	return metricsServerValues{Enabled: true, Pods: true, Nodes: spec.SyncRealNodes}
 }
 

@@ -47,6 +47,12 @@ type Spec struct {
 	// get/list/watch on pods and nodes, so a compromised control plane could read
 	// every other team's pod specs. Off by default.
 	SyncRealNodes bool
+	// MetricsProxy has the control plane proxy the host's Metrics API, so
+	// `kubectl top pods` works through the team's kubeconfig (the team's pods
+	// only; nodes too with SyncRealNodes). Only where the host runs
+	// metrics-server: otherwise the API it registers in the virtual cluster is
+	// never available and the team's namespaces cannot be deleted.
+	MetricsProxy bool
 	// RunAsNonRoot runs the control plane's containers as a non-root user with the
 	// settings of the "restricted" Pod Security Standard, so it is admitted into a
 	// namespace that enforces that level.

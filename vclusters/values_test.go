@@ -112,6 +112,10 @@ func TestBuildValues(t *testing.T) {
 				v.Integrations.MetricsServer.Nodes = false
 			}),
 		},
+		"host without a Metrics API: no proxy (its API would block namespace deletion in the team's cluster)": {
+			spec: makeSpec(func(s *Spec) { s.MetricsProxy = false }),
+			want: wantValues(func(v *values) { v.Integrations.MetricsServer = metricsServerValues{} }),
+		},
 		"image tag follows the chart version": {
 			spec: makeSpec(func(s *Spec) { s.Chart.Version = "0.36.0" }),
 			want: wantValues(func(v *values) { v.ControlPlane.StatefulSet.Image.Tag = "0.36.0" }),

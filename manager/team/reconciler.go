@@ -76,6 +76,10 @@ type Options struct {
 	// SyncRealNodes shows teams their pool's real nodes; it grants every team's
 	// control plane cluster-wide read of pods (see vclusters.Spec.SyncRealNodes).
 	SyncRealNodes bool
+	// MetricsProxy says whether a team's vCluster proxies the host's Metrics
+	// API (kubectl top through the team's kubeconfig); nil: never. See
+	// MetricsProxy for the modes.
+	MetricsProxy func(context.Context) bool
 	// WaitInterval is how often a team whose vCluster is still starting is checked.
 	WaitInterval time.Duration
 	// Workers is how many Teams are reconciled at once (one Team is never
@@ -175,6 +179,7 @@ func (r *Reconciler) provision(ctx context.Context, w *statusWriter, t *gpuvcv1.
 	r.progress(ctx, w, t, phaseChart)
 
 	spec := r.vclusterSpec(t)
+	spec.MetricsProxy = r.opts.MetricsProxy != nil && r.opts.MetricsProxy(ctx)
 	applied, err := r.vclusters.Apply(ctx, spec)
 	if err != nil {
 		r.condition(t, gpuvcv1.ConditionVClusterReady, false, "ReleaseFailed", err.Error())

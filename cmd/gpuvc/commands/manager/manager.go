@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
@@ -45,6 +46,7 @@ type flags struct {
 	notQueuedAfter          time.Duration
 	ephemeral               bool
 	syncRealNodes           bool
+	metricsProxy            string
 	installCRDs             bool
 	devLogs                 bool
 	accounting              accounting.Options
@@ -93,6 +95,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringSliceVar(&f.kueueUsers, "kueue-user", []string{contract.KueueDefaultUser}, "the user(s) Kueue's controller runs as (comma-separated or repeated): the only ones the webhook lets lift Kueue's admission gate from a queueing team's pod, which holds the team to its guarantee plus borrowing limit; set it when Kueue runs under another namespace or service account")
 	fs.BoolVar(&f.ephemeral, "ephemeral-vclusters", false, "keep vCluster datastores in emptyDir (no storage provisioner; data lost on restart)")
 	fs.BoolVar(&f.syncRealNodes, "sync-real-nodes", false, "show teams their pool's real nodes; costs isolation: every team's vCluster can then read all pods of the host")
+	fs.StringVar(&f.metricsProxy, "vcluster-metrics-proxy", team.MetricsProxyAuto, "whether teams' vClusters proxy the host's Metrics API (kubectl top through a team's kubeconfig): auto (while the host serves metrics.k8s.io, e.g. metrics-server), on or off; without metrics-server on the host the proxied API would keep teams' namespaces from being deleted")
 	fs.BoolVar(&f.installCRDs, "install-crds", false, "create or update the Team CRD at start")
 	fs.BoolVar(&f.devLogs, "dev-logs", false, "human-readable development logs")
 	fs.DurationVar(&f.notQueuedAfter, "not-queued-after", queued.DefaultNotQueuedAfter, "how long a pod the webhook sent to Kueue may go without a Kueue Workload before it gets the Warning event NotQueued (is Kueue running, does its pod integration take the team's namespace?) and counts in gpuvc_team_not_queued_pods")
@@ -156,6 +159,14 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 			return err
 		}
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	metricsProxy, err := team.MetricsProxy(f.metricsProxy, dc)
+	if err != nil {
+		return err
+	}
 	mgr, err := gpuvcmanager.New(ctx, cfg, gpuvcmanager.Options{
 		MetricsAddr: f.metricsAddr, HealthAddr: f.healthAddr,
 		LeaderElection: f.leaderElect, LeaderElectionNS: f.leaderElectionNS,
@@ -175,6 +186,7 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 			ControlPlanePool:     f.controlPlanePool,
 			Persistence:          vclusters.Persistence{Ephemeral: f.ephemeral},
 			SyncRealNodes:        f.syncRealNodes,
+			MetricsProxy:         metricsProxy,
 			Workers:              f.teamWorkers,
 		},
 	})
