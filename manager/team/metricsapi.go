@@ -51,7 +51,7 @@ type metricsAPIProbe struct {
 
 	mu      sync.Mutex
 	checked time.Time
-	answer bool
+	answer  bool
 }
 
 // served reports whether the host registers metrics.k8s.io. A failed lookup
