@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuvc/gpuvc/api/contract"
+	"github.com/gpuvc/gpuvc/api/teamstatus"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 )
 
@@ -178,7 +179,10 @@ func (a *Accountant) sampleTeam(ctx context.Context, t *gpuvcv1.Team, nodes map[
 	if t.Status.GPUSeconds != nil && sameCounts(t.Status.GPUSeconds, s) {
 		return nil
 	}
-	if err := patchStatus(ctx, a.client, t.Name, s); err != nil {
+	want := t.DeepCopy()
+	want.Status.GPUSeconds = s
+	// status.gpuSeconds alone (teamstatus): it never races the other writers.
+	if _, err := teamstatus.Accounting.Apply(ctx, a.client, t, want); client.IgnoreNotFound(err) != nil {
 		return err
 	}
 	tl.statusAt = now

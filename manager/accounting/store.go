@@ -99,14 +99,3 @@ func statusOf(l *Ledger) *gpuvcv1.GPUSeconds {
 func sameCounts(a, b *gpuvcv1.GPUSeconds) bool {
 	return a.Since.Unix() == b.Since.Unix() && a.Total == b.Total && slices.Equal(a.ByKind, b.ByKind)
 }
-
-// patchStatus writes status.gpuSeconds alone, so it never races the Team
-// reconciler's own status patches.
-func patchStatus(ctx context.Context, c client.Client, team string, s *gpuvcv1.GPUSeconds) error {
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"gpuSeconds": s}})
-	if err != nil {
-		return err
-	}
-	t := &gpuvcv1.Team{ObjectMeta: metav1.ObjectMeta{Name: team}}
-	return client.IgnoreNotFound(c.Status().Patch(ctx, t, client.RawPatch(types.MergePatchType, patch)))
-}

@@ -116,3 +116,38 @@ func TestAsleepConditionFollowsTheControlPlane(t *testing.T) {
 	cond := asleepCondition(ctx, t, team)
 	require.Equal(t, metav1.ConditionFalse, cond.Status, fmt.Sprintf("%s: %s", cond.Reason, cond.Message))
 }
+
+// TestClearsAnAsleepConditionWrittenTheOldWay: a Team whose status an older
+// gpuvc merge-patched (Update operations own every field, and would keep a
+// field its owner stops applying) no longer asks for sleep: the idle policy's
+// next look removes its Asleep condition and status.idle, and the Team
+// reconciler's conditions stay.
+func TestClearsAnAsleepConditionWrittenTheOldWay(t *testing.T) {
+	ctx := integration(t)
+	const team = "upgraded"
+	standInVCluster(ctx, t, team, 30*time.Minute, newTestCA(t), "https://127.0.0.1:1")
+	tm := &gpuvcv1.Team{ObjectMeta: metav1.ObjectMeta{Name: team}}
+	require.NoError(t, c.Patch(ctx, tm, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"idle":null}}`))))
+
+	at := metav1.NewTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	orig := tm.DeepCopy()
+	for typ, reason := range map[string]string{gpuvcv1.ConditionReady: "Ready", gpuvcv1.ConditionKubeconfigReady: "Exported", gpuvcv1.ConditionAsleep: gpuvcv1.ReasonAsleep} {
+		apimeta.SetStatusCondition(&tm.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason, Message: "m", LastTransitionTime: at})
+	}
+	tm.Status.Idle = &gpuvcv1.IdleStatus{AsleepSince: &at}
+	require.NoError(t, c.Status().Patch(ctx, tm, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+
+	idle.New(c, c, nil, idle.Options{Clock: clocktesting.NewFakeClock(at.Time), WakerIP: "192.0.2.10", ListenHost: "127.0.0.1"}).Tick(ctx)
+
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: team}, tm))
+	var got []string
+	for _, cond := range tm.Status.Conditions {
+		got = append(got, cond.Type+"="+string(cond.Status))
+	}
+	require.ElementsMatch(t, []string{"Ready=True", "KubeconfigReady=True"}, got)
+	require.Nil(t, tm.Status.Idle)
+	for _, e := range tm.ManagedFields {
+		require.False(t, e.Subresource == "status" && e.Operation == metav1.ManagedFieldsOperationUpdate,
+			"an Update entry of the status is left: %s", e.Manager)
+	}
+}

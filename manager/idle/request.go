@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,8 +37,16 @@ func (s *Sleeper) handleRequest(ctx context.Context, t *gpuvcv1.Team, v vcluster
 	if err != nil {
 		return true, err
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{contract.AnnotationIdleRequest: nil}}})
-	return true, s.client.Patch(ctx, t, client.RawPatch(types.MergePatchType, patch))
+	// The request handled, and only it: one written meanwhile (`gpuvc team wake`
+	// right after a sleep was handled) stays for the next look, which its event
+	// brings.
+	path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(contract.AnnotationIdleRequest)
+	patch, _ := json.Marshal([]map[string]any{{"op": "test", "path": path, "value": req}, {"op": "remove", "path": path}})
+	err = s.client.Patch(ctx, t, client.RawPatch(types.JSONPatchType, patch))
+	if apierrors.IsInvalid(err) { // the test failed: another request, or none
+		return true, nil
+	}
+	return true, err
 }
 
 func (s *Sleeper) sleepNow(ctx context.Context, t *gpuvcv1.Team, v vcluster, st state, sleepAfter bool) error {

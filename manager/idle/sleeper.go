@@ -13,11 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gpuvc/gpuvc/api/teamstatus"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 )
 
@@ -347,44 +347,36 @@ func (s *Sleeper) event(t *gpuvcv1.Team, typ, reason, action, msg string) {
 }
 
 // setCondition writes the Asleep condition and status.idle when they change. It
-// reads the Team from the API server, not the cache, and writes only over what
-// it read (a merge patch replaces the whole conditions list: from an older copy
-// it would undo the Team reconciler's conditions), reading again on a conflict.
+// reads the Team from the API server, not the cache, so it writes only on a
+// change of what it owns; the write carries those fields alone (teamstatus), so
+// it never undoes the Team reconciler's conditions, nor they it.
 func (s *Sleeper) setCondition(ctx context.Context, t *gpuvcv1.Team, asleep bool, reason, msg string, edit func(*gpuvcv1.IdleStatus)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		return s.trySetCondition(ctx, t, asleep, reason, msg, edit)
-	})
-}
-
-func (s *Sleeper) trySetCondition(ctx context.Context, t *gpuvcv1.Team, asleep bool, reason, msg string, edit func(*gpuvcv1.IdleStatus)) error {
 	latest := &gpuvcv1.Team{}
 	if err := s.reader.Get(ctx, client.ObjectKeyFromObject(t), latest); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	orig := latest.DeepCopy()
+	want := latest.DeepCopy()
 	status := metav1.ConditionFalse
 	if asleep {
 		status = metav1.ConditionTrue
 	}
-	apimeta.SetStatusCondition(&latest.Status.Conditions, metav1.Condition{Type: gpuvcv1.ConditionAsleep, Status: status,
-		Reason: reason, Message: msg, ObservedGeneration: latest.Generation, LastTransitionTime: metav1.NewTime(s.opts.Clock.Now())})
-	if latest.Status.Idle == nil {
-		latest.Status.Idle = &gpuvcv1.IdleStatus{}
+	apimeta.SetStatusCondition(&want.Status.Conditions, metav1.Condition{Type: gpuvcv1.ConditionAsleep, Status: status,
+		Reason: reason, Message: msg, ObservedGeneration: want.Generation, LastTransitionTime: metav1.NewTime(s.opts.Clock.Now())})
+	if want.Status.Idle == nil {
+		want.Status.Idle = &gpuvcv1.IdleStatus{}
 	}
 	if last, ok := s.lastActivityOf(t.Name); ok {
 		// Written with the condition only: a write per connection would wake the
 		// Team reconciler each time.
-		if latest.Status.Idle.LastActivity == nil || reasonChanged(orig, reason) {
-			latest.Status.Idle.LastActivity = &metav1.Time{Time: last}
+		if want.Status.Idle.LastActivity == nil || reasonChanged(latest, reason) {
+			want.Status.Idle.LastActivity = &metav1.Time{Time: last}
 		}
 	}
 	if edit != nil {
-		edit(latest.Status.Idle)
+		edit(want.Status.Idle)
 	}
-	if equalStatus(orig, latest) {
-		return nil
-	}
-	return s.client.Status().Patch(ctx, latest, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	_, err := teamstatus.Idle.Apply(ctx, s.client, latest, want)
+	return client.IgnoreNotFound(err)
 }
 
 func (s *Sleeper) lastActivityOf(team string) (time.Time, bool) {
@@ -404,19 +396,15 @@ func (s *Sleeper) clearCondition(ctx context.Context, t *gpuvcv1.Team) error {
 	if apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionAsleep) == nil && t.Status.Idle == nil {
 		return nil
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		latest := &gpuvcv1.Team{}
-		if err := s.reader.Get(ctx, client.ObjectKeyFromObject(t), latest); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		orig := latest.DeepCopy()
-		apimeta.RemoveStatusCondition(&latest.Status.Conditions, gpuvcv1.ConditionAsleep)
-		latest.Status.Idle = nil
-		if equalStatus(orig, latest) {
-			return nil
-		}
-		return s.client.Status().Patch(ctx, latest, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	})
+	latest := &gpuvcv1.Team{}
+	if err := s.reader.Get(ctx, client.ObjectKeyFromObject(t), latest); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	want := latest.DeepCopy()
+	apimeta.RemoveStatusCondition(&want.Status.Conditions, gpuvcv1.ConditionAsleep)
+	want.Status.Idle = nil
+	_, err := teamstatus.Idle.Apply(ctx, s.client, latest, want)
+	return client.IgnoreNotFound(err)
 }
 
 func nowTime(s *Sleeper) *metav1.Time {

@@ -11,10 +11,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/gpuvc/gpuvc/api/teamstatus"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 )
@@ -75,6 +77,85 @@ func TestDeletionSaysWhatHoldsTheNamespace(t *testing.T) {
 
 	release()
 	deletedWithin(ctx, t, "held", promptly)
+}
+
+// TestDeleteStatusWriteNeverOverwritesAnother: the idle policy's Asleep
+// condition, written from a copy of the Team read before its deletion, and the
+// reconciler's Deleting reports, written from its cache, keep each other
+// whichever comes first, and neither writer meets a conflict.
+func TestDeleteStatusWriteNeverOverwritesAnother(t *testing.T) {
+	ctx := integration(t)
+	const hold, nsHold = "gpuvc.dev/test-hold", "gpuvc.dev/test-hold-namespace"
+	tm := testobj.Team("asleep", "a100").MIG("1g.7gb", 1).Obj() // invalid: the manager installs nothing
+	createLegacyTeam(ctx, t, tm)
+	heldByTheManager(ctx, t, "asleep")
+	// Content with a finalizer keeps the namespace terminating; the namespace's
+	// own finalizer, released first, changes what the Deleting message says.
+	nsObj := testobj.Namespace("team-asleep", nil)
+	nsObj.Finalizers = []string{nsHold}
+	require.NoError(t, c.Create(ctx, nsObj))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pinned", Namespace: "team-asleep", Finalizers: []string{hold}}}
+	require.NoError(t, c.Create(ctx, cm))
+	unpin := func(obj client.Object) {
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+		_ = client.IgnoreNotFound(c.Patch(context.Background(), obj, patch))
+	}
+	t.Cleanup(func() { unpin(cm); unpin(nsObj) })
+
+	stale := &gpuvcv1.Team{}
+	require.NoError(t, c.Get(ctx, ns("asleep"), stale))
+	asleep := func(msg string) {
+		t.Helper()
+		want := stale.DeepCopy()
+		apimeta.SetStatusCondition(&want.Status.Conditions, metav1.Condition{Type: gpuvcv1.ConditionAsleep,
+			Status: metav1.ConditionTrue, Reason: gpuvcv1.ReasonAsleep, Message: msg})
+		wrote, err := teamstatus.Idle.Apply(ctx, c, stale, want)
+		require.NoError(t, err)
+		require.True(t, wrote)
+	}
+	got := &gpuvcv1.Team{}
+	// deleting: Ready says Deleting and names what holds the namespace, and not
+	// what was released.
+	deleting := func(holds string, released ...string) func() (bool, string) {
+		return func() (bool, string) {
+			r := apimeta.FindStatusCondition(got.Status.Conditions, gpuvcv1.ConditionReady)
+			if r == nil {
+				return false, "Ready not reported"
+			}
+			ok := r.Reason == gpuvcv1.ReasonDeleting && strings.Contains(r.Message, holds)
+			for _, s := range released {
+				ok = ok && !strings.Contains(r.Message, s)
+			}
+			return ok, r.Reason + ": " + r.Message
+		}
+	}
+	requireAsleep := func(msg string) {
+		t.Helper()
+		a := apimeta.FindStatusCondition(got.Status.Conditions, gpuvcv1.ConditionAsleep)
+		require.NotNil(t, a, "the idle policy's condition is gone: %+v", got.Status.Conditions)
+		require.Equal(t, msg, a.Message)
+	}
+
+	// The idle policy writes first; the reconciler's Deleting report keeps it.
+	asleep("idle for 1h")
+	require.NoError(t, c.Delete(ctx, tm))
+	get(ctx, t, ns("asleep"), got, deleting(nsHold))
+	requireAsleep("idle for 1h")
+
+	// The idle policy again, from its copy read before the deletion: Deleting stays.
+	asleep("idle for 2h")
+	require.NoError(t, c.Get(ctx, ns("asleep"), got))
+	ok, why := deleting(nsHold)()
+	require.True(t, ok, "the reconciler's Ready was written over: %s", why)
+	requireAsleep("idle for 2h")
+
+	// The reconciler reports the namespace's finalizer gone; Asleep stays.
+	unpin(nsObj)
+	get(ctx, t, ns("asleep"), got, deleting(hold, nsHold))
+	requireAsleep("idle for 2h")
+
+	unpin(cm)
+	deletedWithin(ctx, t, "asleep", promptly)
 }
 
 // heldByTheManager waits until the manager has put its finalizer on the Team and

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gpuvc/gpuvc/api/teamstatus"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 )
 
@@ -57,42 +56,16 @@ func shownPhase(t *gpuvcv1.Team) phase {
 	return phaseCompleted
 }
 
-// statusWriter writes a Team's status only when it changed, and never over a
-// status written by someone else since it was read (the idle policy's Asleep
-// condition, GPU accounting): a merge patch replaces the whole conditions list.
-type statusWriter struct {
-	client  ctrl.Client
-	written *gpuvcv1.Team // the status as last read or written
-}
-
-func newStatusWriter(c ctrl.Client, t *gpuvcv1.Team) *statusWriter {
-	return &statusWriter{client: c, written: t.DeepCopy()}
-}
-
-// write patches t's status if it differs from the last one written. A conflict
-// (someone wrote since) is returned: the caller leaves the Team for the next
-// reconcile, which the other write's watch event brings.
-func (w *statusWriter) write(ctx context.Context, t *gpuvcv1.Team) error {
-	if equality.Semantic.DeepEqual(w.written.Status, t.Status) {
-		return nil
-	}
-	if err := w.client.Status().Patch(ctx, t, ctrl.MergeFromWithOptions(w.written, ctrl.MergeFromWithOptimisticLock{})); err != nil {
-		return err
-	}
-	w.written = t.DeepCopy()
-	return nil
-}
-
 // progress tells users which step of the first provisioning runs, once per step:
 // a Team already past p (or reconciled before) is not written to.
-func (r *Reconciler) progress(ctx context.Context, w *statusWriter, t *gpuvcv1.Team, p phase) {
+func (r *Reconciler) progress(ctx context.Context, w *teamstatus.Writer, t *gpuvcv1.Team, p phase) {
 	if shownPhase(t) >= p {
 		return
 	}
 	t.Status.ObservedGeneration = t.Generation
 	r.condition(t, gpuvcv1.ConditionReady, false, gpuvcv1.ReasonProvisioning, phaseMessage(t, p))
-	if err := w.write(ctx, t); err != nil {
-		// The summary at the end of the pass reports; a conflict there ends it.
+	if _, err := w.Write(ctx, t); err != nil {
+		// The summary at the end of the pass reports it.
 		log.FromContext(ctx).V(1).Info("reporting provisioning progress", "phase", p, "err", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gpuvc/gpuvc/api/contract"
+	"github.com/gpuvc/gpuvc/api/teamstatus"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
@@ -134,15 +135,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	orig := t.DeepCopy()
-	w := newStatusWriter(r.client, t)
+	w := teamstatus.Reconciler.Writer(r.client, t)
 	result, err := r.provision(ctx, w, t)
 	t.Status.ObservedGeneration = t.Generation
 	r.setReady(t)
-	if perr := w.write(ctx, t); perr != nil {
-		if !apierrors.IsConflict(perr) {
-			return result, errors.Join(err, perr)
-		}
-		return retryAfterConflict(ctx, result, perr), err
+	if _, perr := w.Write(ctx, t); perr != nil {
+		return result, errors.Join(err, perr)
 	}
 	if becameReady(orig, t) {
 		r.recorder.Eventf(t, nil, corev1.EventTypeNormal, "Ready", "Provision",
@@ -153,7 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // provision runs every step, recording conditions on t as it goes.
 // A Team being created says which step runs (see progress) before each slow one.
-func (r *Reconciler) provision(ctx context.Context, w *statusWriter, t *gpuvcv1.Team) (reconcile.Result, error) {
+func (r *Reconciler) provision(ctx context.Context, w *teamstatus.Writer, t *gpuvcv1.Team) (reconcile.Result, error) {
 	if errs := t.Validate(); len(errs) > 0 {
 		msg := errs.ToAggregate().Error()
 		r.condition(t, gpuvcv1.ConditionHostResourcesReady, false, "InvalidSpec", msg)
@@ -281,15 +279,4 @@ func lower(s string) string {
 		return s
 	}
 	return string(s[0]+'a'-'A') + s[1:]
-}
-
-// retryAfterConflict ends a pass whose write met someone else's since the Team
-// was read (their watch event brings the Team back as well): writing over it
-// would undo theirs, so the pass runs again within a second, on what they wrote.
-func retryAfterConflict(ctx context.Context, result reconcile.Result, conflict error) reconcile.Result {
-	log.FromContext(ctx).V(1).Info("team changed meanwhile; reconciling again", "err", conflict)
-	if result.RequeueAfter == 0 || result.RequeueAfter > time.Second {
-		result.RequeueAfter = time.Second
-	}
-	return result
 }
