@@ -217,7 +217,8 @@ type TeamStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, HostResourcesReady, VClusterReady, KubeconfigReady.
+	// Conditions: Ready, HostResourcesReady, VClusterReady, KubeconfigReady
+	// (the reconciler's) and Asleep (the idle policy's).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
