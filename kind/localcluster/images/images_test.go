@@ -95,6 +95,18 @@ func TestCoreDNS(t *testing.T) {
 	require.Equal(t, "docker.io/coredns/coredns:1.14.2", images.CoreDNSRef)
 }
 
+func TestMetricsServer(t *testing.T) {
+	img := build(t, images.MetricsServer(standIn(t, "metrics-server")))
+	if diff := cmp.Diff([]string{"/metrics-server"}, img.config.Entrypoint); diff != "" {
+		t.Errorf("entrypoint (-want +got):\n%s", diff)
+	}
+	require.Equal(t, "65532:65532", img.config.User)
+	img.requireFile(t, "/metrics-server", 0o755)
+	img.requireDir(t, "/tmp", 0o1777, 0)
+	requireCABundle(t, img)
+	require.Equal(t, "registry.k8s.io/metrics-server/metrics-server:v0.8.0", images.MetricsServerRef)
+}
+
 func TestGpuvc(t *testing.T) {
 	bin := "/bin/ls" // dynamically linked like gpuvc
 	if !testing.Short() {
