@@ -38,6 +38,7 @@ import (
 	"github.com/gpuvc/gpuvc/manager/teampolicy"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
+	"github.com/gpuvc/gpuvc/syncer/claims"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
 	"github.com/gpuvc/gpuvc/syncer/queued"
 	"github.com/gpuvc/gpuvc/syncer/share"
@@ -192,6 +193,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		return nil, err
 	}
 	if err := metrics.Registry.Register(notQueued); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+		return nil, err
+	}
+	// Why a team's claim does not bind, on the claim (vCluster copies its status).
+	if err := claims.New(mgr.GetClient(), nil).SetupWithManager(mgr, isTeamNamespace); err != nil {
 		return nil, err
 	}
 	if opts.HealthAddr != "0" && opts.HealthAddr != "" {

@@ -78,6 +78,7 @@ var validTeams = map[string]string{
 	"known MIG profiles, zero quantities": "metadata: {name: zeros}\nspec: {pool: a100, quota: {cpu: 0, memory: \"0\", mig: {7g.80gb: 1, 1g.10gb+me: 0}}}",
 	"longest name":                        "metadata: {name: " + strings.Repeat("a", 39) + "z}\nspec: {pool: a100, quota: {}}",
 	"full spec":                           validSpec,
+	"storage per class":                   "metadata: {name: sc}\nspec: {pool: a100, quota: {storage: 1Ti, storageClasses: {standard: {storage: 1Ti}, fast-ssd: {storage: 100Gi, claims: 4}, archive.example.com: {claims: 0}}}}",
 	"minimal":                             "metadata: {name: minimal}\nspec: {pool: a100, quota: {}}",
 	"sharing without fractions":           "metadata: {name: mig-only}\nspec: {pool: a100, quota: {mig: {3g.40gb: 2}}, gpuSharing: {wholeGPUAs: 3g.40gb}}",
 	"empty sharing":                       "metadata: {name: empty-sharing}\nspec: {pool: a100, quota: {}, gpuSharing: {}}",
@@ -147,6 +148,18 @@ var invalidTeams = map[string]struct {
 	"negative cpu":     {manifest: "metadata: {name: negcpu}\nspec: {pool: a100, quota: {cpu: -4}}", want: []string{"spec.quota.cpu", "-4 is negative"}},
 	"negative memory":  {manifest: "metadata: {name: negmem}\nspec: {pool: a100, quota: {memory: -1Gi}}", want: []string{"spec.quota.memory", "-1Gi is negative"}},
 	"negative storage": {manifest: "metadata: {name: negsto}\nspec: {pool: a100, quota: {storage: \"-1\"}}", want: []string{"spec.quota.storage", "is negative"}},
+	"storage class not a name": {
+		manifest: "metadata: {name: sc}\nspec: {pool: a100, quota: {storageClasses: {Fast_SSD: {claims: 1}}}}",
+		want:     []string{"spec.quota.storageClasses", "keys are StorageClass names"},
+	},
+	"storage class limiting nothing": {
+		manifest: "metadata: {name: sc}\nspec: {pool: a100, quota: {storageClasses: {standard: {}}}}",
+		want:     []string{"spec.quota.storageClasses", "standard", "should have at least 1 properties"},
+	},
+	"storage class claims negative": {
+		manifest: "metadata: {name: sc}\nspec: {pool: a100, quota: {storageClasses: {standard: {claims: -1}}}}",
+		want:     []string{"spec.quota.storageClasses", "standard.claims", "greater than or equal to 0"},
+	},
 	"mig profile no GPU offers": {
 		manifest: "metadata: {name: mig7}\nspec: {pool: a100, quota: {mig: {1g.7gb: 1, 1g.10gb: 1}}}",
 		want:     []string{"spec.quota.mig", "no known GPU model offers this MIG profile; known profiles:", "3g.40gb"},

@@ -142,10 +142,40 @@ type Quota struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isLessThan(quantity('0'))",messageExpression="'spec.quota.storage: ' + string(self) + ' is negative; a quota is 0 or more, e.g. 1Ti'"
 	Storage *resource.Quantity `json:"storage,omitempty"`
+
+	// StorageClasses limits the team's claims per StorageClass (the key, e.g.
+	// standard or fast-ssd): the storage they request and how many there are.
+	// spec.quota.storage still caps all classes together.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.size() <= 225 && c.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))",message="spec.quota.storageClasses: keys are StorageClass names: lowercase letters, digits, '-' and '.', at most 225 characters (e.g. fast-ssd)"
+	StorageClasses map[string]StorageClassQuota `json:"storageClasses,omitempty"`
+
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	Pods *int32 `json:"pods,omitempty"`
+}
+
+// StorageClassQuota limits the claims of one StorageClass; set at least one
+// field.
+//
+// +kubebuilder:validation:MinProperties=1
+type StorageClassQuota struct {
+	// Storage is the storage all claims of the class may request together
+	// (<class>.storageclass.storage.k8s.io/requests.storage), at most
+	// spec.quota.storage. (Checked by gpuvc, not by the CRD: a CEL rule on
+	// quantities in a map exceeds the API server's cost budget; a Team that
+	// breaks it is refused by the CLI and marked invalid by the manager.)
+	// +optional
+	Storage *resource.Quantity `json:"storage,omitempty"`
+	// Claims is how many claims of the class the team may have
+	// (<class>.storageclass.storage.k8s.io/persistentvolumeclaims); 0 forbids
+	// the class.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	Claims *int32 `json:"claims,omitempty"`
 }
 
 // GPUSharing configures fractional GPUs and how plain GPU requests are served.

@@ -23,6 +23,12 @@ const (
 	MaxPodsPerSharedGPU    = 48
 	MaxMIGProfilesPerQuota = 32
 	MaxEgressCIDRs         = 64
+	// MaxQuotaClaims bounds spec.quota.storageClasses[*].claims.
+	MaxQuotaClaims = 100000
+	// MaxStorageClassNameLength keeps a class's quota resource names
+	// (<class>.storageclass.storage.k8s.io/requests.storage) within the 253
+	// characters of their DNS-subdomain prefix.
+	MaxStorageClassNameLength = 253 - len(".storageclass.storage.k8s.io")
 )
 
 var (
@@ -30,6 +36,8 @@ var (
 	poolPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	migPattern  = regexp.MustCompile(`^[1-7]g[.][0-9]+gb([+]me)?$`)
 	semver      = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+	// storageClassPattern is a DNS-1123 subdomain: a StorageClass's name.
+	storageClassPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
 
 // Validate checks a Team with the rules of the CRD schema and its CEL rules, so a
@@ -122,6 +130,35 @@ func validateQuota(p *field.Path, q Quota) field.ErrorList {
 	}
 	if q.Pods != nil && (*q.Pods < 1 || *q.Pods > MaxQuotaPods) {
 		errs = append(errs, field.Invalid(p.Child("pods"), *q.Pods, fmt.Sprintf("must be between 1 and %d", MaxQuotaPods)))
+	}
+	return append(errs, validateStorageClasses(p, q)...)
+}
+
+// validateStorageClasses checks the per-class storage limits: each key a
+// StorageClass name, each entry limiting something, no class allowed more
+// than all classes together.
+func validateStorageClasses(p *field.Path, q Quota) field.ErrorList {
+	var errs field.ErrorList
+	for _, class := range slices.Sorted(maps.Keys(q.StorageClasses)) {
+		cp := p.Child("storageClasses").Key(class)
+		c := q.StorageClasses[class]
+		if len(class) > MaxStorageClassNameLength || !storageClassPattern.MatchString(class) {
+			errs = append(errs, field.Invalid(cp, class, fmt.Sprintf("keys are StorageClass names: lowercase letters, digits, '-' and '.', at most %d characters (e.g. fast-ssd)", MaxStorageClassNameLength)))
+		}
+		if c.Storage == nil && c.Claims == nil {
+			errs = append(errs, field.Required(cp, "set storage (e.g. 500Gi), claims (e.g. 10) or both; remove the entry to leave the class limited by spec.quota.storage only"))
+		}
+		if s := c.Storage; s != nil {
+			switch {
+			case s.Sign() < 0:
+				errs = append(errs, field.Invalid(cp.Child("storage"), s.String(), "is negative; a quota is 0 or more, e.g. 500Gi"))
+			case q.Storage != nil && s.Cmp(*q.Storage) > 0:
+				errs = append(errs, field.Invalid(cp.Child("storage"), s.String(), fmt.Sprintf("exceeds spec.quota.storage (%s), which caps all classes together: lower it to at most %s or raise spec.quota.storage", q.Storage, q.Storage)))
+			}
+		}
+		if n := c.Claims; n != nil && (*n < 0 || *n > MaxQuotaClaims) {
+			errs = append(errs, field.Invalid(cp.Child("claims"), *n, fmt.Sprintf("must be between 0 and %d (0 forbids the class)", MaxQuotaClaims)))
+		}
 	}
 	return errs
 }

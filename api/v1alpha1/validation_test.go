@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -74,5 +75,53 @@ func requireValidation(t *testing.T, team Team, want []string) {
 	msg := errs.ToAggregate().Error()
 	for _, w := range want {
 		require.Contains(t, msg, w)
+	}
+}
+
+func TestValidateStorageClasses(t *testing.T) {
+	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
+	n := func(v int32) *int32 { return &v }
+	team := func(quota Quota) Team {
+		return Team{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Spec: TeamSpec{Pool: "a100", Quota: quota}}
+	}
+	cases := map[string]struct {
+		team    Team
+		wantErr []string
+	}{
+		"storage and claims per class within the total": {
+			team: team(Quota{Storage: q("1Ti"), StorageClasses: map[string]StorageClassQuota{
+				"standard": {Storage: q("1Ti")}, "fast-ssd": {Storage: q("100Gi"), Claims: n(4)}, "archive": {Claims: n(0)},
+			}}),
+		},
+		"a class without a total": {team: team(Quota{StorageClasses: map[string]StorageClassQuota{"fast.example.com": {Storage: q("10Ti")}}})},
+		"a key that is no class name": {
+			team:    team(Quota{StorageClasses: map[string]StorageClassQuota{"Fast_SSD": {Claims: n(1)}}}),
+			wantErr: []string{"spec.quota.storageClasses[Fast_SSD]", "keys are StorageClass names", "at most 225 characters"},
+		},
+		"a key too long for the quota's resource names": {
+			team:    team(Quota{StorageClasses: map[string]StorageClassQuota{strings.Repeat("a", 226): {Claims: n(1)}}}),
+			wantErr: []string{"spec.quota.storageClasses[" + strings.Repeat("a", 226) + "]", "at most 225 characters"},
+		},
+		"an entry limiting nothing": {
+			team:    team(Quota{StorageClasses: map[string]StorageClassQuota{"standard": {}}}),
+			wantErr: []string{"spec.quota.storageClasses[standard]", "set storage (e.g. 500Gi), claims (e.g. 10) or both"},
+		},
+		"negative storage": {
+			team:    team(Quota{StorageClasses: map[string]StorageClassQuota{"standard": {Storage: q("-1Gi")}}}),
+			wantErr: []string{"spec.quota.storageClasses[standard].storage", "-1Gi", "is negative"},
+		},
+		"more than the total": {
+			team:    team(Quota{Storage: q("100Gi"), StorageClasses: map[string]StorageClassQuota{"standard": {Storage: q("200Gi")}}}),
+			wantErr: []string{"spec.quota.storageClasses[standard].storage", "200Gi", "exceeds spec.quota.storage (100Gi)", "lower it to at most 100Gi or raise spec.quota.storage"},
+		},
+		"claims out of range": {
+			team:    team(Quota{StorageClasses: map[string]StorageClassQuota{"standard": {Claims: n(-1)}}}),
+			wantErr: []string{"spec.quota.storageClasses[standard].claims", "-1", "must be between 0 and 100000"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			requireValidation(t, tc.team, tc.wantErr)
+		})
 	}
 }

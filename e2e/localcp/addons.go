@@ -11,15 +11,16 @@ import (
 // Names of the add-on builds in the manifest (one binary each, recorded under the
 // build's name).
 const (
-	LocalPathProvisioner = "local-path-provisioner"
-	MetricsServer        = "metrics-server"
+	LocalPathProvisioner = localcluster.LocalPathProvisionerTool
+	MetricsServer        = localcluster.MetricsServerTool
 )
 
 // addonBuilds are the builds of the host cluster's add-ons that a team's cluster
 // relies on: a dynamic storage provisioner with the default StorageClass
-// (kind/localstorage) and the Metrics API (kind/localmetrics). Both run as host
-// processes beside the control plane, as kube-router and Kueue do. Both are
-// pure Go; static like the other node binaries.
+// and the Metrics API (kind/localaddons): the provisioner runs as a host
+// process beside the control plane, as kube-router and Kueue do, metrics-server
+// as a pod from an image assembled in Go (images.MetricsServer). Both are pure
+// Go; static like the other node binaries.
 func addonBuilds() []toolBuild {
 	return []toolBuild{
 		{

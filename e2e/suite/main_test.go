@@ -98,10 +98,16 @@ func gpuvc(t *testing.T, args ...string) result {
 
 func e2e(t *testing.T) context.Context {
 	t.Helper()
+	return e2eWithin(t, 5*time.Minute)
+}
+
+// e2eWithin is e2e for a test that needs longer than five minutes.
+func e2eWithin(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test (run without -short)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }

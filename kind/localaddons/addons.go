@@ -18,11 +18,9 @@ import (
 	"github.com/gpuvc/gpuvc/kind/supervise"
 )
 
-// Manifest names of the add-ons' binaries (e2e/localcp builds them).
-const (
-	ProvisionerTool   = "local-path-provisioner"
-	MetricsServerTool = "metrics-server"
-)
+// ProvisionerTool is the manifest name of the provisioner's binary (e2e/localcp
+// builds it; metrics-server's goes into an image: images.MetricsServer).
+const ProvisionerTool = localcluster.LocalPathProvisionerTool
 
 // Options configure Start.
 type Options struct {
@@ -31,11 +29,12 @@ type Options struct {
 	Dir string
 	// Node is the real node's name: the provisioner puts every volume there.
 	Node string
-	// Provisioner and MetricsServer are the binaries; empty: the manifest's.
-	Provisioner, MetricsServer string
+	// Provisioner is the provisioner's binary; empty: the manifest's.
+	Provisioner string
 	// HelperImage is the image of the provisioner's helper pods (busybox with
-	// sh, mkdir, chmod, rm); it must be on the node already (never pulled).
-	HelperImage string
+	// sh, mkdir, chmod, rm); DNSImage is CoreDNS's, MetricsImage
+	// metrics-server's. All must be on the node already (never pulled).
+	HelperImage, DNSImage, MetricsImage string
 	// Detached lets the processes outlive this program (a developer's cluster,
 	// the trial); StopDetached stops them later.
 	Detached bool
@@ -48,13 +47,15 @@ type Addons struct {
 	procs []*supervise.Process
 }
 
-// Start installs the default StorageClass and the Metrics API into cp and
-// starts the provisioner and metrics-server, waiting until each is ready: the
-// provisioner holds its leader lease, the Metrics API answers through the API
-// server. On error nothing it started is left running.
+// Start installs the default StorageClass, cluster DNS and the Metrics API
+// into cp: it starts the provisioner as a process and CoreDNS and
+// metrics-server as pods on the node, waiting until each is ready: the
+// provisioner's controller runs, kube-dns answers, the Metrics API answers
+// through the API server. On error no process it started is left running (the
+// objects go with the cluster).
 func Start(ctx context.Context, cp *localcluster.ControlPlane, opts Options) (a *Addons, err error) {
-	if opts.Dir == "" || opts.Node == "" || opts.HelperImage == "" {
-		return nil, errors.New("localaddons: Options.Dir, Node and HelperImage are required")
+	if opts.Dir == "" || opts.Node == "" || opts.HelperImage == "" || opts.DNSImage == "" || opts.MetricsImage == "" {
+		return nil, errors.New("localaddons: Options.Dir, Node, HelperImage, DNSImage and MetricsImage are required")
 	}
 	log := opts.Log
 	if log == nil {
@@ -81,33 +82,27 @@ func Start(ctx context.Context, cp *localcluster.ControlPlane, opts Options) (a 
 	if err := a.startStorage(ctx, cs, cp, opts); err != nil {
 		return a, fmt.Errorf("storage (local-path-provisioner %s): %w", localcluster.LocalPathProvisionerVersion, err)
 	}
-	if err := a.startMetrics(ctx, cs, cp, opts); err != nil {
+	if err := startDNS(ctx, cs, opts); err != nil {
+		return a, fmt.Errorf("cluster DNS (CoreDNS %s): %w", localcluster.CoreDNSVersion, err)
+	}
+	if err := startMetrics(ctx, cs, cp, opts); err != nil {
 		return a, fmt.Errorf("metrics (metrics-server %s): %w", localcluster.MetricsServerVersion, err)
 	}
-	fmt.Fprintf(log, "localaddons: default StorageClass %q (local-path-provisioner %s) and the Metrics API (metrics-server %s) ready in %v (logs in %s)\n",
-		StorageClass, localcluster.LocalPathProvisionerVersion, localcluster.MetricsServerVersion, time.Since(began).Round(time.Millisecond), opts.Dir)
+	fmt.Fprintf(log, "localaddons: default StorageClass %q (local-path-provisioner %s), cluster DNS at %s (CoreDNS %s) and the Metrics API (metrics-server %s) ready in %v (logs in %s)\n",
+		StorageClass, localcluster.LocalPathProvisionerVersion, DNSServiceIP, localcluster.CoreDNSVersion, localcluster.MetricsServerVersion, time.Since(began).Round(time.Millisecond), opts.Dir)
 	return a, nil
 }
 
 func resolveBinaries(opts *Options) error {
-	if opts.Provisioner != "" && opts.MetricsServer != "" {
+	if opts.Provisioner != "" {
 		return nil
 	}
 	m, err := localcluster.LoadManifest()
 	if err != nil {
 		return err
 	}
-	if opts.Provisioner == "" {
-		if opts.Provisioner, err = m.Tool(ProvisionerTool); err != nil {
-			return err
-		}
-	}
-	if opts.MetricsServer == "" {
-		if opts.MetricsServer, err = m.Tool(MetricsServerTool); err != nil {
-			return err
-		}
-	}
-	return nil
+	opts.Provisioner, err = m.Tool(ProvisionerTool)
+	return err
 }
 
 // start starts one add-on process and, detached, records its pid for
@@ -135,8 +130,8 @@ func (a *Addons) PIDs() map[string]int {
 	return out
 }
 
-// Stop stops the add-on processes Start started (the objects they made stay:
-// they go with the cluster).
+// Stop stops the add-on processes Start started (the objects and pods stay:
+// they go with the cluster and its node).
 func (a *Addons) Stop() error {
 	if a == nil {
 		return nil
@@ -154,7 +149,9 @@ func pidFile(dir, name string) string { return filepath.Join(dir, name+".pid") }
 // none: nothing to do.
 func StopDetached(dir string) error {
 	var errs []error
-	for _, name := range []string{provisionerProcess, metricsProcess} {
+	// metrics-server ran as a process here before it became a pod: a stack
+	// brought up then is still taken down.
+	for _, name := range []string{provisionerProcess, "metrics-server"} {
 		b, err := os.ReadFile(pidFile(dir, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

@@ -3,73 +3,94 @@ package localaddons
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/kind/localnode"
 	"github.com/gpuvc/gpuvc/kind/supervise"
 )
 
-// The Metrics API as metrics-server's own manifests register it: the APIService
-// v1beta1.metrics.k8s.io in front of the Service kube-system/metrics-server,
-// with insecureSkipTLSVerify (metrics-server serves a self-signed certificate).
-// Here that Service has no selector: an EndpointSlice points it at the
-// metrics-server process on the node's address, and the API server reaches it
-// through the ClusterIP as it would a pod (kube-proxy runs on this machine).
+// The Metrics API as metrics-server's own manifests (components.yaml v0.8.0)
+// install it: a pod in kube-system labelled k8s-app=metrics-server serving on
+// 10250, the Service kube-system/metrics-server in front of it, the
+// APIService v1beta1.metrics.k8s.io (insecureSkipTLSVerify: metrics-server
+// serves a self-signed certificate) and its RBAC. A pod rather than a host
+// process because that is how a team's vCluster reaches it on a real cluster:
+// vCluster's metrics proxy dials metrics-server.kube-system:443 from the team's
+// namespace, through cluster DNS and the team's NetworkPolicies, which admit
+// pods in kube-system on MetricsServerPort (manager/team/network.go).
 const (
 	MetricsAPIService = "v1beta1.metrics.k8s.io"
-	metricsNamespace  = "kube-system"
-	metricsService    = "metrics-server"
-	metricsProcess    = "metrics-server"
+	metricsName       = "metrics-server"
+	// MetricsServerPort is metrics-server's secure port in its upstream
+	// manifests and Helm chart (since v0.6).
+	MetricsServerPort = 10250
 	// metricResolution is how often metrics-server scrapes the kubelet (its
 	// minimum is 10 s); a pod's usage appears after about two scrapes.
 	metricResolution = "10s"
 	managedBy        = "gpuvc-localaddons"
 )
 
-func (a *Addons) startMetrics(ctx context.Context, cs kubernetes.Interface, cp *localcluster.ControlPlane, opts Options) error {
-	ports, err := localcluster.FreePorts(1)
-	if err != nil {
+// apply is how the add-ons write their objects: server-side apply as one
+// field manager, taking over fields an earlier bring-up wrote.
+var apply = metav1.ApplyOptions{FieldManager: managedBy, Force: true}
+
+func startMetrics(ctx context.Context, cs kubernetes.Interface, cp *localcluster.ControlPlane, opts Options) error {
+	labels := map[string]string{"k8s-app": metricsName}
+	if err := applyMetricsRBAC(ctx, cs); err != nil {
 		return err
 	}
-	port := ports[0]
-	p, err := a.start(metricsProcess, opts.MetricsServer, []string{
-		"--kubeconfig=" + cp.Kubeconfig,
-		"--authentication-kubeconfig=" + cp.Kubeconfig,
-		"--authorization-kubeconfig=" + cp.Kubeconfig,
-		"--bind-address=" + localnode.NodeIP.String(),
-		"--secure-port=" + strconv.Itoa(port),
-		"--cert-dir=" + filepath.Join(opts.Dir, "metrics-server-certs"),
-		// The kubelet serves a certificate it signed itself (as on kind, where
-		// users pass the same flag); its client side checks metrics-server's
-		// admin certificate against the cluster CA.
-		"--kubelet-insecure-tls",
-		"--kubelet-preferred-address-types=InternalIP",
-		"--kubelet-use-node-status-port",
-		"--metric-resolution=" + metricResolution,
-		// It must stay below the resolution (metrics-server refuses to start
-		// otherwise; its default is 10 s).
-		"--kubelet-request-timeout=5s",
-	}, opts)
-	if err != nil {
+	container := corev1ac.Container().WithName("metrics-server").WithImage(opts.MetricsImage).WithImagePullPolicy(corev1.PullNever).
+		WithArgs(
+			"--cert-dir=/tmp",
+			fmt.Sprintf("--secure-port=%d", MetricsServerPort),
+			// The kubelet serves a certificate it signed itself (as on kind,
+			// where users pass the same flag).
+			"--kubelet-insecure-tls",
+			"--kubelet-preferred-address-types=InternalIP",
+			"--kubelet-use-node-status-port",
+			"--metric-resolution="+metricResolution,
+			// It must stay below the resolution (metrics-server refuses to
+			// start otherwise; its default is 10 s).
+			"--kubelet-request-timeout=5s",
+		).
+		WithPorts(corev1ac.ContainerPort().WithName("https").WithContainerPort(MetricsServerPort).WithProtocol(corev1.ProtocolTCP)).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp")).
+		WithReadinessProbe(corev1ac.Probe().WithPeriodSeconds(1).
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/readyz").WithPort(intstr.FromString("https")).WithScheme(corev1.URISchemeHTTPS))).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithRunAsNonRoot(true).WithAllowPrivilegeEscalation(false).WithReadOnlyRootFilesystem(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+	deployment := appsv1ac.Deployment(metricsName, systemNamespace).WithLabels(labels).
+		WithSpec(appsv1ac.DeploymentSpec().WithReplicas(1).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+			WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).
+				WithSpec(corev1ac.PodSpec().
+					WithServiceAccountName(metricsName).
+					WithPriorityClassName("system-cluster-critical").
+					WithNodeSelector(map[string]string{corev1.LabelHostname: opts.Node}).
+					WithContainers(container).
+					WithVolumes(corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource())))))
+	if _, err := cs.AppsV1().Deployments(systemNamespace).Apply(ctx, deployment, apply); err != nil {
 		return err
 	}
-	procs := []*supervise.Process{p}
-	if err := supervise.WaitHTTP(ctx, "metrics-server", procs, fmt.Sprintf("https://%s:%d/livez", localnode.NodeIP, port)); err != nil {
-		return err
-	}
-	if err := applyMetricsService(ctx, cs, port); err != nil {
+	service := corev1ac.Service(metricsName, systemNamespace).WithLabels(labels).
+		WithSpec(corev1ac.ServiceSpec().WithSelector(labels).WithPorts(
+			corev1ac.ServicePort().WithName("https").WithPort(443).WithProtocol(corev1.ProtocolTCP).WithTargetPort(intstr.FromString("https"))))
+	if _, err := cs.CoreV1().Services(systemNamespace).Apply(ctx, service, apply); err != nil {
 		return err
 	}
 	ag, err := aggregator.NewForConfig(cp.Config)
@@ -79,7 +100,7 @@ func (a *Addons) startMetrics(ctx context.Context, cs kubernetes.Interface, cp *
 	if err := applyAPIService(ctx, ag); err != nil {
 		return err
 	}
-	return supervise.Poll(ctx, "the Metrics API through the API server", procs, func(ctx context.Context) (bool, error) {
+	return supervise.Poll(ctx, "the Metrics API through the API server", nil, func(ctx context.Context) (bool, error) {
 		s, err := ag.ApiregistrationV1().APIServices().Get(ctx, MetricsAPIService, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -93,50 +114,32 @@ func (a *Addons) startMetrics(ctx context.Context, cs kubernetes.Interface, cp *
 	})
 }
 
-// applyMetricsService points the Service kube-system/metrics-server at port on
-// the node's address.
-func applyMetricsService(ctx context.Context, cs kubernetes.Interface, port int) error {
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: metricsService, Namespace: metricsNamespace, Labels: map[string]string{"k8s-app": "metrics-server"}},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
-			Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt(port),
-		}}},
-	}
-	if _, err := cs.CoreV1().Services(metricsNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+// applyMetricsRBAC is components.yaml's: read nodes, pods and the kubelet's
+// metrics; delegate authentication and authorization to the API server.
+func applyMetricsRBAC(ctx context.Context, cs kubernetes.Interface) error {
+	if err := applyRBAC(ctx, cs, metricsName, "system:metrics-server", []*rbacv1ac.PolicyRuleApplyConfiguration{
+		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("nodes/metrics").WithVerbs("get"),
+		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("pods", "nodes").WithVerbs("get", "list", "watch"),
+	}); err != nil {
 		return err
 	}
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: metricsService, Namespace: metricsNamespace, Labels: map[string]string{
-			discoveryv1.LabelServiceName: metricsService,
-			discoveryv1.LabelManagedBy:   managedBy,
-		}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{{
-			Addresses:  []string{localnode.NodeIP.String()},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-		}},
-		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
-	}
-	slices := cs.DiscoveryV1().EndpointSlices(metricsNamespace)
-	if _, err := slices.Create(ctx, slice, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		old, err := slices.Get(ctx, metricsService, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		slice.ResourceVersion = old.ResourceVersion
-		_, err = slices.Update(ctx, slice, metav1.UpdateOptions{})
-		return err
-	} else if err != nil {
+	sa := rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithNamespace(systemNamespace).WithName(metricsName)
+	if _, err := cs.RbacV1().ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding("metrics-server:system:auth-delegator").
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName("system:auth-delegator")).
+		WithSubjects(sa), apply); err != nil {
 		return err
 	}
-	return nil
+	_, err := cs.RbacV1().RoleBindings(systemNamespace).Apply(ctx, rbacv1ac.RoleBinding("metrics-server-auth-reader", systemNamespace).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName("extension-apiserver-authentication-reader")).
+		WithSubjects(sa), apply)
+	return err
 }
 
 func applyAPIService(ctx context.Context, ag aggregator.Interface) error {
 	s := &apiregv1.APIService{
-		ObjectMeta: metav1.ObjectMeta{Name: MetricsAPIService, Labels: map[string]string{"k8s-app": "metrics-server"}},
+		ObjectMeta: metav1.ObjectMeta{Name: MetricsAPIService, Labels: map[string]string{"k8s-app": metricsName}},
 		Spec: apiregv1.APIServiceSpec{
-			Service:               &apiregv1.ServiceReference{Namespace: metricsNamespace, Name: metricsService, Port: ptr.To(int32(443))},
+			Service:               &apiregv1.ServiceReference{Namespace: systemNamespace, Name: metricsName, Port: ptr.To(int32(443))},
 			Group:                 "metrics.k8s.io",
 			Version:               "v1beta1",
 			InsecureSkipTLSVerify: true,

@@ -22,6 +22,12 @@ const (
 	MetricsServerVersion = "v0.8.0"
 )
 
+// Manifest names of the host add-ons' binaries (e2e/localcp builds them).
+const (
+	LocalPathProvisionerTool = "local-path-provisioner"
+	MetricsServerTool        = "metrics-server"
+)
+
 // Binaries are the paths of the executables a control plane is made of.
 type Binaries struct {
 	Etcd              string

@@ -84,7 +84,7 @@ type Stack struct {
 	Pools []nodepool.Pool
 	// Kueue is the local Kueue, nil without Options.Kueue.
 	Kueue *localkueue.Kueue
-	// Addons are the storage provisioner and metrics-server beside a real
+	// Addons are the storage provisioner, cluster DNS and metrics-server of a real
 	// node (kind/localaddons), nil with KwokOnly.
 	Addons *localaddons.Addons
 

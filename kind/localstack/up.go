@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/gpuvc/gpuvc/kind/bringup"
+	"github.com/gpuvc/gpuvc/kind/localaddons"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
 	"github.com/gpuvc/gpuvc/kind/localnode"
@@ -62,7 +63,7 @@ func (u *upper) steps() []bringup.Step {
 		steps = append(steps,
 			bringup.Step{Name: "take the machine's node slot", Run: u.acquireHost},
 			bringup.Step{Name: "start the real node " + RealNodeName, Run: u.startNode},
-			bringup.Step{Name: "start the storage provisioner and metrics-server", Run: u.startAddons},
+			bringup.Step{Name: "start the storage provisioner, cluster DNS and metrics-server", Run: u.startAddons},
 		)
 	}
 	if u.opts.Kueue {
@@ -151,11 +152,13 @@ func (u *upper) startNode(ctx context.Context) (err error) {
 		PauseImage:    images.PauseRef,
 		GPUs:          &gpus,
 		NetworkPolicy: true,
-		Dir:           NodeDir(u.opts.Dir),
-		Host:          u.s.host,
-		Detached:      !u.opts.Attached,
-		GPUAgent:      agent,
-		Log:           u.log,
+		// kube-dns, which the add-ons step starts (kind/localaddons).
+		ClusterDNS: []string{localaddons.DNSServiceIP},
+		Dir:        NodeDir(u.opts.Dir),
+		Host:       u.s.host,
+		Detached:   !u.opts.Attached,
+		GPUAgent:   agent,
+		Log:        u.log,
 	}); err != nil || u.opts.Attached {
 		return err
 	}

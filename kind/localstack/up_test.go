@@ -27,11 +27,11 @@ func TestUpSteps(t *testing.T) {
 		}},
 		"a real node (dev cluster, trial, e2e suite)": {Options{}, []string{
 			"check the prebuilt binaries", "check that this machine can run a real node", "empty the folder",
-			"build the node's images (cached after the first run)", "start the control plane", "take the machine's node slot", "start the real node system-0", "start the storage provisioner and metrics-server",
+			"build the node's images (cached after the first run)", "start the control plane", "take the machine's node slot", "start the real node system-0", "start the storage provisioner, cluster DNS and metrics-server",
 		}},
 		"a real node with Kueue": {Options{Kueue: true, Attached: true}, []string{
 			"check the prebuilt binaries", "check that this machine can run a real node", "empty the folder",
-			"build the node's images (cached after the first run)", "start the control plane", "take the machine's node slot", "start the real node system-0", "start the storage provisioner and metrics-server",
+			"build the node's images (cached after the first run)", "start the control plane", "take the machine's node slot", "start the real node system-0", "start the storage provisioner, cluster DNS and metrics-server",
 			"start Kueue",
 		}},
 	} {

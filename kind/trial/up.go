@@ -404,7 +404,7 @@ func (r *Result) Print(w io.Writer, gpuvc string) {
 		fmt.Fprintf(w, "\nPod to pod in team %s's cluster — a web server, its Service, a fetch by name from the demo pod train:\n", t.Name)
 		fmt.Fprintf(w, "  %s run web --image=%s --image-pull-policy=IfNotPresent --port=8080 --command -- sh -c 'echo hello from web > /tmp/index.html; exec httpd -f -p 8080 -h /tmp'\n", k, r.WorkloadImage)
 		fmt.Fprintf(w, "  %s expose pod web --port=80 --target-port=8080\n", k)
-		fmt.Fprintf(w, "  %s exec train -- sh -c 'printf \"GET / HTTP/1.0\\r\\n\\r\\n\" | nc -w 3 web 80'    # prints the page: hello from web\n", k)
+		fmt.Fprintf(w, "  %s exec train -- timeout 5 wget -q -O- http://web/    # prints the page: hello from web\n", k)
 	}
 	if u := r.Cluster.PrometheusURL; u != "" {
 		fmt.Fprintf(w, "\nPrometheus, scraping gpuvc, with its alert rules (docs/monitoring.md):\n  %s/graph?g0.expr=%s\n  %s/alerts\n",

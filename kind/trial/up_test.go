@@ -112,7 +112,7 @@ func TestResultPrintSaysWhereAndHowToConnect(t *testing.T) {
 		"bin/gpuvc team kubeconfig vision -f vision.kubeconfig",
 		"kubectl --kubeconfig /home/u/.cache/gpuvc/trial/vision.kubeconfig get pods",
 		"https://172.18.0.3:31443",
-		"kubectl --kubeconfig /home/u/.cache/gpuvc/trial/vision.kubeconfig exec train -- sh -c 'printf \"GET / HTTP/1.0",
+		"kubectl --kubeconfig /home/u/.cache/gpuvc/trial/vision.kubeconfig exec train -- timeout 5 wget -q -O- http://web/",
 		"run web --image=docker.io/library/busybox:1.37",
 		"make trial-down",
 	} {

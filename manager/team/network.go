@@ -12,9 +12,16 @@ import (
 )
 
 // Ports of the vCluster control plane: it serves the team's API on 8443 and talks to
-// the host API server on 443 or 6443.
+// the host API server on 443 or 6443, and to the host's metrics-server on
+// metricsServerPort.
 const (
 	vclusterAPIPort = 8443
+	// metricsServerPort is metrics-server's secure port in its upstream
+	// manifests and Helm chart (since v0.6). vCluster's metrics proxy (on for
+	// every team: `kubectl top`) dials metrics-server.kube-system directly, not
+	// through the API server, so the connection is the control plane pod's own
+	// and NetworkPolicy sees the pod's port after the Service's translation.
+	metricsServerPort = 10250
 )
 
 var hostAPIPorts = []int32{443, 6443}
@@ -59,7 +66,8 @@ func desiredNetworkPolicy(t *gpuvcv1.Team) *networkingv1ac.NetworkPolicyApplyCon
 }
 
 // desiredControlPlanePolicy opens what the vCluster control plane pod needs beyond
-// the default deny: its API port to the team and the host API server ports.
+// the default deny: its API port to the team, the host API server ports, and
+// metrics-server's port on pods in kube-system (vCluster's metrics proxy).
 func desiredControlPlanePolicy(t *gpuvcv1.Team) *networkingv1ac.NetworkPolicyApplyConfiguration {
 	if !defaultDeny(t) {
 		return nil
@@ -70,7 +78,18 @@ func desiredControlPlanePolicy(t *gpuvcv1.Team) *networkingv1ac.NetworkPolicyApp
 			WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(controlPlaneSelector(t))).
 			WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress).
 			WithIngress(networkingv1ac.NetworkPolicyIngressRule().WithPorts(port(corev1.ProtocolTCP, vclusterAPIPort))).
-			WithEgress(hostAPIEgress()))
+			WithEgress(hostAPIEgress(), metricsServerEgress()))
+}
+
+// metricsServerEgress allows connections to pods in kube-system on
+// metrics-server's port: where metrics-server's manifests and chart put it.
+// Nodes are no pods of kube-system, so this opens no kubelet (which serves on
+// the same port number).
+func metricsServerEgress() *networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
+	return networkingv1ac.NetworkPolicyEgressRule().
+		WithTo(networkingv1ac.NetworkPolicyPeer().
+			WithNamespaceSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"kubernetes.io/metadata.name": "kube-system"}))).
+		WithPorts(port(corev1.ProtocolTCP, metricsServerPort))
 }
 
 // desiredReservationPolicy lets reservation pods (`gpuvc reserve`) reach the host

@@ -40,10 +40,25 @@ func quotaHard(q gpuvcv1.Quota) corev1.ResourceList {
 	if q.Storage != nil {
 		hard[corev1.ResourceRequestsStorage] = *q.Storage
 	}
+	for class, c := range q.StorageClasses {
+		if c.Storage != nil {
+			hard[StorageClassResource(class, corev1.ResourceRequestsStorage)] = *c.Storage
+		}
+		if c.Claims != nil {
+			hard[StorageClassResource(class, corev1.ResourcePersistentVolumeClaims)] = *resource.NewQuantity(int64(*c.Claims), resource.DecimalSI)
+		}
+	}
 	if q.Pods != nil {
 		hard[corev1.ResourcePods] = *resource.NewQuantity(int64(*q.Pods), resource.DecimalSI)
 	}
 	return hard
+}
+
+// StorageClassResource is the ResourceQuota resource that limits r
+// (requests.storage or persistentvolumeclaims) for the claims of one
+// StorageClass, e.g. fast.storageclass.storage.k8s.io/requests.storage.
+func StorageClassResource(class string, r corev1.ResourceName) corev1.ResourceName {
+	return corev1.ResourceName(class + ".storageclass.storage.k8s.io/" + string(r))
 }
 
 // desiredQuota is the team's ResourceQuota, or nil when the Team limits nothing.

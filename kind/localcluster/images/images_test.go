@@ -3,11 +3,14 @@ package images_test
 import (
 	"bufio"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -92,6 +95,18 @@ func TestCoreDNS(t *testing.T) {
 	require.Equal(t, "docker.io/coredns/coredns:1.14.2", images.CoreDNSRef)
 }
 
+func TestMetricsServer(t *testing.T) {
+	img := build(t, images.MetricsServer(standIn(t, "metrics-server")))
+	if diff := cmp.Diff([]string{"/metrics-server"}, img.config.Entrypoint); diff != "" {
+		t.Errorf("entrypoint (-want +got):\n%s", diff)
+	}
+	require.Equal(t, "65532:65532", img.config.User)
+	img.requireFile(t, "/metrics-server", 0o755)
+	img.requireDir(t, "/tmp", 0o1777, 0)
+	requireCABundle(t, img)
+	require.Equal(t, "registry.k8s.io/metrics-server/metrics-server:v0.8.0", images.MetricsServerRef)
+}
+
 func TestGpuvc(t *testing.T) {
 	bin := "/bin/ls" // dynamically linked like gpuvc
 	if !testing.Short() {
@@ -133,7 +148,7 @@ func TestWorkload(t *testing.T) {
 	require.Equal(t, "65532:65532", img.config.User)
 
 	applets := appletsOf(t, images.HostBusybox)
-	for _, a := range []string{"sh", "sleep", "cat", "echo", "wget", "nc", "env", "ls", "true"} {
+	for _, a := range []string{"sh", "sleep", "cat", "echo", "wget", "timeout", "nc", "env", "ls", "true"} {
 		img.requireSymlink(t, "/bin/"+a, "busybox")
 		require.True(t, applets[a], "busybox has no %s applet", a)
 	}
@@ -160,6 +175,31 @@ func TestWorkload(t *testing.T) {
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	runIn(t, root, img.config, images.NonrootUID, "ping\n", "nc", "127.0.0.1", port)
 	require.Equal(t, "ping\n", <-got)
+
+	// A page fetched as the trial's report and the e2e suite do: wget bounded
+	// by timeout (this busybox's own wget -T segfaults: workload.go).
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hello from web\n")) }))
+	defer page.Close()
+	out = runIn(t, root, img.config, images.NonrootUID, "", "sh", "-c", "timeout 5 wget -q -O- "+page.URL+"/")
+	require.Equal(t, "hello from web\n", out)
+}
+
+// TestWgetTimeoutOptionCrashes pins why the workload image has `timeout` and
+// nothing here passes wget -T: Debian's busybox-static 1.35 is built without
+// wget's timeout feature, yet parses -T and writes its value through a null
+// pointer (SIGSEGV). When a busybox without that bug is installed, this fails:
+// -T may then be used again.
+func TestWgetTimeoutOptionCrashes(t *testing.T) {
+	requireHostBusybox(t)
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hello\n")) }))
+	defer page.Close()
+	err := exec.Command(images.HostBusybox, "wget", "-q", "-T", "5", "-O", "/dev/null", page.URL+"/").Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "busybox wget -T no longer fails: the workaround in workload.go can go")
+	status, ok := exit.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	require.True(t, status.Signaled() && status.Signal() == syscall.SIGSEGV, "busybox wget -T: %v", err)
+	require.NoError(t, exec.Command(images.HostBusybox, "wget", "-q", "-O", "/dev/null", page.URL+"/").Run(), "busybox wget without -T")
 }
 
 func requireCABundle(t *testing.T, img builtImage) {

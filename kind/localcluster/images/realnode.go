@@ -15,8 +15,8 @@ const VClusterChartInImage = "/charts/vcluster"
 
 // ForRealNode builds (once, cached by content) the images a real node runs for
 // gpuvc: pause, the gpuvc image of gpuvcBin with vCluster's chart inside,
-// vCluster's syncer and distro images, CoreDNS and a busybox workload
-// (WorkloadRef). Every binary and the chart come from the manifest of prebuilt
+// vCluster's syncer and distro images, CoreDNS (vCluster's, and the host's
+// cluster DNS), metrics-server and a busybox workload (WorkloadRef). Every binary and the chart come from the manifest of prebuilt
 // binaries; nothing is compiled. It returns the tarballs, for the node to import.
 func ForRealNode(m *localcluster.Manifest, gpuvcBin, dir string) ([]string, error) {
 	cpBins, err := m.ControlPlane()
@@ -32,6 +32,10 @@ func ForRealNode(m *localcluster.Manifest, gpuvcBin, dir string) ([]string, erro
 		return nil, err
 	}
 	pause, err := m.File(localcluster.FilePause)
+	if err != nil {
+		return nil, err
+	}
+	metricsServer, err := m.Tool(localcluster.MetricsServerTool)
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +57,7 @@ func ForRealNode(m *localcluster.Manifest, gpuvcBin, dir string) ([]string, erro
 		VCluster(VClusterInputs{Binary: imgBins.VCluster, Runs: distro.Binaries()}),
 		Kubernetes(localcluster.KubernetesVersion, distro),
 		CoreDNS(imgBins.CoreDNS),
+		MetricsServer(metricsServer),
 		Workload(""),
 	}
 	var tars []string

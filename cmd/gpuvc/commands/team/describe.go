@@ -3,6 +3,8 @@ package team
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,6 +37,9 @@ func describe(w io.Writer, t *gpuvcv1.Team, now time.Time) {
 	line("  CPU", "%s", quantityLine(q.CPU))
 	line("  Memory", "%s", quantityLine(q.Memory))
 	line("  Storage", "%s", quantityLine(q.Storage))
+	for _, class := range slices.Sorted(maps.Keys(q.StorageClasses)) {
+		fmt.Fprintf(w, "    class %s: %s\n", class, storageClassLine(q.StorageClasses[class]))
+	}
 	if q.Pods != nil {
 		line("  Pods", "%d", *q.Pods)
 	} else {
@@ -242,4 +247,16 @@ func toleratesLine(p *gpuvcv1.Placement) string {
 		parts = append(parts, s)
 	}
 	return builtin + ", and " + strings.Join(parts, ", ")
+}
+
+// storageClassLine is one StorageClass's limits, e.g. "100Gi in at most 4 claims".
+func storageClassLine(c gpuvcv1.StorageClassQuota) string {
+	var parts []string
+	if c.Storage != nil {
+		parts = append(parts, c.Storage.String())
+	}
+	if c.Claims != nil {
+		parts = append(parts, fmt.Sprintf("at most %d claims", *c.Claims))
+	}
+	return strings.Join(parts, " in ")
 }

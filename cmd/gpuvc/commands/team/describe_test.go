@@ -108,3 +108,16 @@ func TestDescribeSaysWhyNoKubeconfigYet(t *testing.T) {
 	require.Contains(t, b.String(), "Kubeconfig:  not yet (the manager has not reported it; is it running?)\n")
 	require.Contains(t, b.String(), "(none yet: is the gpuvc manager running?)")
 }
+
+func TestDescribeShowsStorageClassLimits(t *testing.T) {
+	tm := fraudTeam()
+	tm.Spec.Quota.Storage = ptr.To(resource.MustParse("1Ti"))
+	tm.Spec.Quota.StorageClasses = map[string]gpuvcv1.StorageClassQuota{
+		"standard": {Storage: ptr.To(resource.MustParse("1Ti"))},
+		"fast":     {Storage: ptr.To(resource.MustParse("100Gi")), Claims: ptr.To[int32](4)},
+		"archive":  {Claims: ptr.To[int32](0)},
+	}
+	var b bytes.Buffer
+	describe(&b, tm, created)
+	require.Contains(t, b.String(), "  Storage:   1Ti\n    class archive: at most 0 claims\n    class fast: 100Gi in at most 4 claims\n    class standard: 1Ti\n")
+}
