@@ -14,15 +14,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -91,7 +87,6 @@ type Options struct {
 // New returns a controller manager running the Team reconciler and the pod
 // admission webhook against cfg.
 func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
-	managed := labels.SelectorFromSet(labels.Set{team.LabelManagedBy: "gpuvc"})
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
@@ -100,11 +95,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		LeaderElectionID:        "gpuvc-manager.gpuvc.dev",
 		LeaderElectionNamespace: opts.LeaderElectionNS,
 		Controller:              config.Controller{SkipNameValidation: &opts.SkipNameValidation},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only the manager's own Secrets: caching every Secret of the host
-			// would cost memory and read access it does not need.
-			&corev1.Secret{}: {Label: managed},
-		}},
+		Cache:                   cacheOptions(),
 	}
 	var certs *certRotation
 	if opts.WebhookCertSecret != (types.NamespacedName{}) {
