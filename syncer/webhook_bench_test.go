@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/syncer/migmap"
@@ -97,7 +99,8 @@ func (discard) Eventf(runtime.Object, runtime.Object, string, string, string, st
 var _ events.EventRecorder = discard{}
 
 // BenchmarkWebhookHTTP is the manager's cost of one admission request, as the
-// API server makes it (HTTP body in, AdmissionReview out) without the network:
+// API server makes it (HTTP body in, AdmissionReview out: Register's handlers)
+// without the network:
 // the mutating call on a tenant's pod, the validating call on the pod it
 // admitted. The policy lookup is a map (the manager's reads its cache).
 func BenchmarkWebhookHTTP(b *testing.B) {
@@ -109,8 +112,7 @@ func BenchmarkWebhookHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mutating := &webhook.Admission{Handler: w.Mutator()}
-	validating := &webhook.Admission{Handler: w.Validator()}
+	mutating, validating := w.HTTPHandlers()
 	tenantPod := syncedPod("trainer-0")
 	mutateBody := reviewBody(b, tenantPod, tenant)
 	// The pod as stored: the mutating call's patch applied.
@@ -142,5 +144,72 @@ func BenchmarkWebhookHTTP(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestHTTPHandlersAnswerAsControllerRuntime: the handlers that decode a review
+// and its pods in one pass answer every request exactly as controller-runtime's
+// handler does, and hand it what they do not expect.
+func TestHTTPHandlersAnswerAsControllerRuntime(t *testing.T) {
+	const tenant = "system:serviceaccount:team-fraud:vc-fraud"
+	h := newHarness(t)
+	mutate, validate := h.w.HTTPHandlers()
+	crMutate, crValidate := &webhook.Admission{Handler: h.w.Mutator()}, &webhook.Admission{Handler: h.w.Validator()}
+	admitted, resp := h.mutate(t, h.request(t, admissionv1.Create, syncedPod("trainer-0"), nil, tenant))
+	if !resp.Allowed {
+		t.Fatal(resp.Result.Message)
+	}
+	admitted.UID = "pod-uid"
+	ungated := admitted.DeepCopy()
+	ungated.Spec.NodeSelector = nil
+	review := func(req admission.Request) []byte {
+		b, err := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request:  &req.AdmissionRequest,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	withSub := func(req admission.Request, sub string) admission.Request { req.SubResource = sub; return req }
+	v1beta1 := func(b []byte) []byte {
+		return bytes.Replace(b, []byte(`"admission.k8s.io/v1"`), []byte(`"admission.k8s.io/v1beta1"`), 1)
+	}
+	cases := map[string][]byte{
+		"create":                 review(h.request(t, admissionv1.Create, syncedPod("trainer-0"), nil, tenant)),
+		"create refused":         review(h.request(t, admissionv1.Create, pod().GPUs("64").Obj(), nil, tenant)),
+		"create admitted":        review(h.request(t, admissionv1.Create, admitted.DeepCopy(), nil, tenant)),
+		"update":                 review(h.request(t, admissionv1.Update, ungated.DeepCopy(), admitted.DeepCopy(), tenant)),
+		"not a team namespace":   review(h.request(t, admissionv1.Create, podIn("p", "default"), nil, tenant)),
+		"no policy":              review(h.request(t, admissionv1.Create, podIn("p", "broken"), nil, tenant)),
+		"resize (raw handler)":   review(withSub(h.request(t, admissionv1.Update, admitted.DeepCopy(), admitted.DeepCopy(), tenant), "resize")),
+		"ephemeral containers":   review(withSub(h.request(t, admissionv1.Update, admitted.DeepCopy(), admitted.DeepCopy(), tenant), "ephemeralcontainers")),
+		"v1beta1 review":         v1beta1(review(h.request(t, admissionv1.Create, syncedPod("trainer-0"), nil, tenant))),
+		"not JSON":               []byte("{"),
+		"update without old pod": review(h.request(t, admissionv1.Update, admitted.DeepCopy(), nil, tenant)),
+	}
+	for name, body := range cases {
+		for _, pair := range []struct {
+			path     string
+			ours, cr http.Handler
+		}{{"mutate", mutate, crMutate}, {"validate", validate, crValidate}} {
+			t.Run(name+"/"+pair.path, func(t *testing.T) {
+				serve := func(h http.Handler) (int, string) {
+					r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+					r.Header.Set("Content-Type", "application/json")
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, r)
+					return rec.Code, strings.TrimSpace(rec.Body.String())
+				}
+				wantCode, want := serve(pair.cr)
+				h.drainEvents()
+				gotCode, got := serve(pair.ours)
+				h.drainEvents()
+				if gotCode != wantCode || got != want {
+					t.Errorf("answer %d %s\nwant (controller-runtime's) %d %s", gotCode, got, wantCode, want)
+				}
+			})
+		}
 	}
 }
