@@ -42,8 +42,11 @@ import (
 
 // Options configure the manager process.
 type Options struct {
-	MetricsAddr      string // "0" disables the metrics server
-	HealthAddr       string // "0" disables the probes
+	MetricsAddr string // "0" disables the metrics server
+	HealthAddr  string // "0" disables the probes
+	// PprofAddr serves Go's /debug/pprof/ profiles (CPU, heap, block, mutex)
+	// there; "" or "0" serves none.
+	PprofAddr        string
 	LeaderElection   bool
 	LeaderElectionNS string
 	// WebhookHost and WebhookPort are where the pod admission webhook listens;
@@ -91,6 +94,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "gpuvc-manager.gpuvc.dev",
 		LeaderElectionNamespace: opts.LeaderElectionNS,
