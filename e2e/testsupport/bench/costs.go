@@ -31,6 +31,11 @@ type Costs struct {
 	Procs map[string]int
 	// Metrics reads the API server's /metrics; nil skips them.
 	Metrics kubernetes.Interface
+	// Profile, if set, is called as each measured block starts with the
+	// block's name ("throughput-16-on"); what it returns, as the block ends.
+	// It profiles whatever it likes (the benchmarks: the API server and this
+	// process, once per name).
+	Profile func(ctx context.Context, name string) (done func())
 }
 
 // CostSnapshot is the counters at one instant.
@@ -79,8 +84,10 @@ type CostDelta struct {
 	// FlowControlWait: how long requests waited in API Priority and Fairness
 	// queues over the interval (all priority levels).
 	FlowControlWait Histogram
-	// Requests the API server answered over the interval (all clients).
-	Requests float64
+	// Requests the API server answered over the interval (all clients), and
+	// by "VERB resource[/subresource]".
+	Requests   float64
+	RequestsBy map[string]float64
 }
 
 // Histogram is a Prometheus histogram's change over an interval.
@@ -137,7 +144,16 @@ func (s CostSnapshot) Since(s0 CostSnapshot) CostDelta {
 	}
 	all := func(*dto.Metric) string { return "" }
 	d.FlowControlWait = histogramDelta(s.metrics, s0.metrics, "apiserver_flowcontrol_request_wait_duration_seconds", all)[""]
-	d.Requests = counterDelta(s.metrics, s0.metrics, "apiserver_request_total")
+	d.RequestsBy = counterDeltaBy(s.metrics, s0.metrics, "apiserver_request_total", func(m *dto.Metric) string {
+		res := label(m, "resource")
+		if sub := label(m, "subresource"); sub != "" {
+			res += "/" + sub
+		}
+		return label(m, "verb") + " " + res
+	})
+	for _, v := range d.RequestsBy {
+		d.Requests += v
+	}
 	return d
 }
 
@@ -214,15 +230,15 @@ func histogramDelta(now, before map[string]*dto.MetricFamily, family string, key
 	return out
 }
 
-func counterDelta(now, before map[string]*dto.MetricFamily, family string) float64 {
-	total := func(fams map[string]*dto.MetricFamily) float64 {
-		t := 0.0
-		for _, m := range fams[family].GetMetric() {
-			t += m.GetCounter().GetValue()
-		}
-		return t
+func counterDeltaBy(now, before map[string]*dto.MetricFamily, family string, key func(*dto.Metric) string) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range now[family].GetMetric() {
+		out[key(m)] += m.GetCounter().GetValue()
 	}
-	return total(now) - total(before)
+	for _, m := range before[family].GetMetric() {
+		out[key(m)] -= m.GetCounter().GetValue()
+	}
+	return out
 }
 
 // ProcessCPU is the user and system CPU time a process has used, from
@@ -281,6 +297,12 @@ func (d *CostDelta) Add(o CostDelta) {
 	}
 	d.FlowControlWait = d.FlowControlWait.plus(o.FlowControlWait)
 	d.Requests += o.Requests
+	if d.RequestsBy == nil {
+		d.RequestsBy = map[string]float64{}
+	}
+	for k, v := range o.RequestsBy {
+		d.RequestsBy[k] += v
+	}
 }
 
 func (h Histogram) plus(o Histogram) Histogram {
@@ -297,13 +319,20 @@ func (h Histogram) plus(o Histogram) Histogram {
 	return out
 }
 
-// measure runs f between two snapshots and adds what it cost to into.
-func (c *Costs) measure(ctx context.Context, b interface{ Fatal(...any) }, into *CostDelta, f func()) {
+// measure runs f, the block named name, between two snapshots and adds what
+// it cost to into.
+func (c *Costs) measure(ctx context.Context, b interface{ Fatal(...any) }, into *CostDelta, name string, f func()) {
 	s0, err := c.Snapshot(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	f()
+	if c != nil && c.Profile != nil {
+		done := c.Profile(ctx, name)
+		f()
+		done()
+	} else {
+		f()
+	}
 	s1, err := c.Snapshot(ctx)
 	if err != nil {
 		b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -67,7 +68,11 @@ func costs() *bench.Costs {
 	for name, pid := range env.cp.PIDs() {
 		procs[name] = pid
 	}
-	return &bench.Costs{Procs: procs, Metrics: env.cp.Client}
+	c := &bench.Costs{Procs: procs, Metrics: env.cp.Client}
+	if dir := os.Getenv("BENCH_PROFILE_DIR"); dir != "" {
+		c.Profile = profiler(dir)
+	}
+	return c
 }
 
 func webhookSwitch(ctx context.Context, b *testing.B) *bench.WebhookSwitch {

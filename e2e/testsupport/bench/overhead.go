@@ -43,11 +43,11 @@ func WebhookOverhead(ctx context.Context, b *testing.B, c kubernetes.Interface, 
 		b.StopTimer()
 		switchTo(ctx, b, sw, false)
 		b.StartTimer()
-		costs.measure(ctx, b, &offCost, func() { off = append(off, createSerially(ctx, b, c, sw.ns, tmpl, "off", done, n)...) })
+		costs.measure(ctx, b, &offCost, "overhead-off", func() { off = append(off, createSerially(ctx, b, c, sw.ns, tmpl, "off", done, n)...) })
 		b.StopTimer()
 		switchTo(ctx, b, sw, true)
 		b.StartTimer()
-		costs.measure(ctx, b, &onCost, func() { on = append(on, createSerially(ctx, b, c, sw.ns, tmpl, "on", done, n)...) })
+		costs.measure(ctx, b, &onCost, "overhead-on", func() { on = append(on, createSerially(ctx, b, c, sw.ns, tmpl, "on", done, n)...) })
 		done += n
 	}
 	b.StopTimer()
@@ -85,11 +85,11 @@ func Throughput(ctx context.Context, b *testing.B, newClient func() kubernetes.I
 			switchTo(ctx, b, sw, mode)
 			b.StartTimer()
 			var d time.Duration
-			cost := &offCost
+			cost, name := &offCost, fmt.Sprintf("throughput-%d-off", clients)
 			if mode {
-				cost = &onCost
+				cost, name = &onCost, fmt.Sprintf("throughput-%d-on", clients)
 			}
-			costs.measure(ctx, b, cost, func() { d = createConcurrently(ctx, b, cs, sw.ns, tmpl, fmt.Sprintf("t%v-%d", mode, round), perRound) })
+			costs.measure(ctx, b, cost, name, func() { d = createConcurrently(ctx, b, cs, sw.ns, tmpl, fmt.Sprintf("t%v-%d", mode, round), perRound) })
 			if mode {
 				onPods, onTime = onPods+perRound, onTime+d
 			} else {
