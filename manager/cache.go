@@ -27,6 +27,9 @@ import (
 //   - nodes without their image lists;
 //   - only the manager's own Secrets.
 //
+// Kueue's objects, unstructured, are read from the cache like the rest (New sets
+// the client's CacheOptions.Unstructured).
+//
 // Readers of the cached objects, all through mgr.GetClient() or mgr.GetCache()
 // (everything else reads the API server: mgr.GetAPIReader()):
 //
