@@ -14,14 +14,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -47,8 +44,11 @@ import (
 
 // Options configure the manager process.
 type Options struct {
-	MetricsAddr      string // "0" disables the metrics server
-	HealthAddr       string // "0" disables the probes
+	MetricsAddr string // "0" disables the metrics server
+	HealthAddr  string // "0" disables the probes
+	// PprofAddr serves Go's /debug/pprof/ profiles (CPU, heap, block, mutex)
+	// there; "" or "0" serves none.
+	PprofAddr        string
 	LeaderElection   bool
 	LeaderElectionNS string
 	// WebhookHost and WebhookPort are where the pod admission webhook listens;
@@ -92,20 +92,23 @@ type Options struct {
 // New returns a controller manager running the Team reconciler and the pod
 // admission webhook against cfg.
 func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
-	managed := labels.SelectorFromSet(labels.Set{team.LabelManagedBy: "gpuvc"})
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "gpuvc-manager.gpuvc.dev",
 		LeaderElectionNamespace: opts.LeaderElectionNS,
 		Controller:              config.Controller{SkipNameValidation: &opts.SkipNameValidation},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only the manager's own Secrets: caching every Secret of the host
-			// would cost memory and read access it does not need.
-			&corev1.Secret{}: {Label: managed},
-		}},
+		Cache:                   cacheOptions(),
+		// Kueue's objects are unstructured (gpuvc links no Kueue API), and
+		// controller-runtime's client reads unstructured objects from the API
+		// server unless told otherwise: at rest with queueing teams, every
+		// Workload event and Team pass read Workloads, LocalQueues and
+		// ClusterQueues from the API server (~800 requests a minute at 30 teams
+		// and 1,000 pods), although the manager watches them anyway.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	}
 	var certs *certRotation
 	if opts.WebhookCertSecret != (types.NamespacedName{}) {

@@ -33,6 +33,7 @@ func (h mutator) Handle(ctx context.Context, req admission.Request) admission.Re
 	if resp != nil {
 		return *resp
 	}
+	orig := in.Pod.DeepCopy() // the pod as the request holds it: the patch's base
 	var r Result
 	if op == admissionv1.Create {
 		r = createChain(in.Role).Run(in)
@@ -55,7 +56,7 @@ func (h mutator) Handle(ctx context.Context, req admission.Request) admission.Re
 		// that anyone could see, so no event.
 		h.w.emit(req, in.Old, "Restore", r.Notes)
 	}
-	patch, err := podPatch(req.Object.Raw, in.Pod)
+	patch, err := podPatch(orig, in.Pod)
 	if err != nil {
 		h.w.opts.Metrics.observe(teamOf(in), "mutate", opName, "error", start, r)
 		return admission.Errored(500, err)

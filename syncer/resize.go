@@ -74,10 +74,11 @@ func (h mutator) handleResize(_ context.Context, req admission.Request) admissio
 	if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
 		return admission.Errored(400, err)
 	}
+	orig := pod.DeepCopy()
 	if len(keepUnresizable(pod, old)) == 0 {
 		return admission.Allowed("")
 	}
-	patch, err := podPatch(req.Object.Raw, pod)
+	patch, err := podPatch(orig, pod)
 	if err != nil {
 		return admission.Errored(500, err)
 	}

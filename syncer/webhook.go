@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 
 	"github.com/go-logr/logr"
@@ -78,8 +79,15 @@ func New(opts Options) (*Webhook, error) {
 
 // Register serves the mutating and validating handlers on srv.
 func (w *Webhook) Register(srv webhook.Server) {
-	srv.Register(MutatePath, &webhook.Admission{Handler: w.Mutator()})
-	srv.Register(ValidatePath, &webhook.Admission{Handler: w.Validator()})
+	mutate, validate := w.HTTPHandlers()
+	srv.Register(MutatePath, mutate)
+	srv.Register(ValidatePath, validate)
+}
+
+// HTTPHandlers are the mutating and validating handlers as the API server
+// calls them: an AdmissionReview in, one out.
+func (w *Webhook) HTTPHandlers() (mutate, validate http.Handler) {
+	return newReviewHandler(w.Mutator()), newReviewHandler(w.Validator())
 }
 
 // Mutator returns the mutating handler.
@@ -108,14 +116,20 @@ func (w *Webhook) input(ctx context.Context, req admission.Request) (*Input, *ad
 		Kueue:          slices.Contains(w.opts.KueueUsers, user),
 		VClusterSyncer: policy.VClusterName != "" && user == vclusterUser(req.Namespace, policy.VClusterName),
 		ReserveWriter:  user == "system:serviceaccount:"+req.Namespace+":"+contract.ReserveServiceAccount}
-	if err := w.decoder.DecodeRaw(req.Object, in.Pod); err != nil {
-		return respond(admission.Errored(400, err))
-	}
-	if req.Operation == admissionv1.Update {
-		in.Old = &corev1.Pod{}
-		if err := w.decoder.DecodeRaw(req.OldObject, in.Old); err != nil {
+	if d := podsFrom(ctx); d != nil {
+		in.Pod, in.Old = d.pod, d.old // decoded with the review (reviewHandler)
+	} else {
+		if err := w.decoder.DecodeRaw(req.Object, in.Pod); err != nil {
 			return respond(admission.Errored(400, err))
 		}
+		if req.Operation == admissionv1.Update {
+			in.Old = &corev1.Pod{}
+			if err := w.decoder.DecodeRaw(req.OldObject, in.Old); err != nil {
+				return respond(admission.Errored(400, err))
+			}
+		}
+	}
+	if req.Operation == admissionv1.Update {
 		in.Role = storedRole(in.Old)
 	} else {
 		in.Role = roleOf(in.Pod, policy, req.UserInfo.Username, w.opts.StatefulSetControllers)

@@ -70,7 +70,7 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-func raw(t *testing.T, obj runtime.Object) runtime.RawExtension {
+func raw(t testing.TB, obj runtime.Object) runtime.RawExtension {
 	t.Helper()
 	b, err := json.Marshal(obj)
 	if err != nil {
@@ -79,7 +79,7 @@ func raw(t *testing.T, obj runtime.Object) runtime.RawExtension {
 	return runtime.RawExtension{Raw: b}
 }
 
-func (h *harness) request(t *testing.T, op admissionv1.Operation, p, old *corev1.Pod, user string) admission.Request {
+func (h *harness) request(t testing.TB, op admissionv1.Operation, p, old *corev1.Pod, user string) admission.Request {
 	t.Helper()
 	p.APIVersion, p.Kind = "v1", "Pod"
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
@@ -95,7 +95,7 @@ func (h *harness) request(t *testing.T, op admissionv1.Operation, p, old *corev1
 }
 
 // mutate runs the mutating handler and returns the patched pod.
-func (h *harness) mutate(t *testing.T, req admission.Request) (*corev1.Pod, admission.Response) {
+func (h *harness) mutate(t testing.TB, req admission.Request) (*corev1.Pod, admission.Response) {
 	t.Helper()
 	resp := h.w.Mutator().Handle(context.Background(), req)
 	if !resp.Allowed {

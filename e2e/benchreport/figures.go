@@ -73,6 +73,25 @@ func throughput(clients string) []figure {
 	}}
 }
 
+// costs are the CPU per pod of each process and the API server's own view of
+// admission, webhook on against off, at a client count.
+func costs(clients string) []figure {
+	b := "BenchmarkManagerThroughput/clients=" + clients
+	f := func(what, metric, unit string) figure {
+		return figure{What: what + ", " + clients + " clients, webhook on", Ref: r(pkgBench, b, "on-"+metric), Unit: unit,
+			Versus: base(pkgBench, b, "off-"+metric, "webhook off")}
+	}
+	return []figure{
+		f("kube-apiserver CPU per pod", "kube-apiserver-cpu-ms/pod", "ms"),
+		f("gpuvc manager (in process, with the clients) CPU per pod", "gpuvc+clients-cpu-ms/pod", "ms"),
+		f("etcd CPU per pod", "etcd-cpu-ms/pod", "ms"),
+		f("API requests per pod created (the API server's count: the pod, its events, the rest)", "apiserver-requests/pod", ""),
+		{What: "the API server's mutating webhook call, mean, " + clients + " clients", Ref: r(pkgBench, b, "on-apiserver-admit-webhook-mean-ms"), Unit: "ms"},
+		{What: "the API server's validating webhook call, mean, " + clients + " clients", Ref: r(pkgBench, b, "on-apiserver-validating-webhook-mean-ms"), Unit: "ms"},
+		f("API Priority and Fairness queue wait, mean", "apf-wait-mean-ms", "ms"),
+	}
+}
+
 var sections = []section{
 	{Title: "Admission: gpuvc's webhook alone", Note: "One team namespace (ResourceQuota, LimitRange, CEL fence) and one admitted CPU pod template; " +
 		"the webhook configurations are deleted and re-created between blocks of 25 pods, so only the webhook call differs. " +
@@ -83,6 +102,15 @@ var sections = []section{
 		}, throughput("1")...), throughput("16")...), throughput("32")...), append(throughput("64"),
 			figure{What: "webhook only (no quota, no CEL fence), one-GPU pods, p50", Ref: r(pkgInteg, "BenchmarkAdmission", "webhook-p50-ms"), Unit: "ms",
 				Versus: base(pkgInteg, "BenchmarkAdmission", "plain-p50-ms", "plain namespace, no gpuvc, p50")})...)},
+	{Title: "Admission: where the time goes", Note: "What a pod create costs each process, webhook on against off, in the throughput benchmark's blocks " +
+		"(CPU time from /proc over the blocks, per pod created), and the API server's own view: its webhook calls' duration " +
+		"(apiserver_admission_webhook_admission_duration_seconds) and its flow-control queue wait. The manager runs in the benchmark's process, " +
+		"so its line includes the clients (the same in both modes): the difference is the manager's. " +
+		"`BENCH_PROFILE_DIR=dir` also writes CPU profiles of the API server and of this process per block (the hand-written summary below reads them).",
+		Figures: append(append(append([]figure{
+			{What: "the API server's mutating webhook call, p50, one pod at a time", Ref: r(pkgBench, overhead, "on-apiserver-admit-webhook-p50-ms"), Unit: "ms", Versus: offP50},
+			{What: "the API server's validating webhook call, p50, one pod at a time", Ref: r(pkgBench, overhead, "on-apiserver-validating-webhook-p50-ms"), Unit: "ms", Versus: offP50},
+		}, costs("1")...), costs("16")...), costs("64")...)},
 	{Title: "Fractional GPUs: ungate latency and reservations", Note: "Share pods created as a tenant's pod reaches the host; latency is create → gate removed, seen by a watch.",
 		Figures: []figure{
 			{What: "ungate latency p50 (manager)", Ref: r(pkgBench, "BenchmarkManagerUngateLatency", "p50-ms"), Unit: "ms", Versus: onP50},
@@ -121,10 +149,23 @@ var sections = []section{
 			{What: "manager start → ready, no team", Ref: r(pkgScale, "BenchmarkScale", "idle-start-s"), Unit: "s"},
 		}},
 	{Title: "Manager resources at scale", Note: "RSS (VmRSS) and CPU (utime+stime) of the `gpuvc manager` process from /proc, after a 30 s window (65 s with the pods: it holds one accounting sample); " +
-		"CPU in % of one core.",
+		"CPU in % of one core. Live heap: the Go heap just after a collection (a heap profile with gc=1 from --pprof-bind-address), what the manager's objects hold, " +
+		"without the garbage and free pages RSS also counts. The pods are a mix created by 16 clients through the webhook: whole GPUs, MIG slices (1g.10gb) and " +
+		"fractions (0.25, served by reservation pods) in turn; every other team queues its GPU pods in Kueue beyond a guarantee of 2 GPUs and 2 slices. " +
+		"API requests at rest: the manager's own (client-go's rest_client_requests_total) over the window with the pods, and its share of the API server's " +
+		"apiserver_request_total by verb (the window with the manager less the same window with it stopped).",
 		Figures: []figure{
-			{What: "teams", Ref: r(pkgScale, "BenchmarkScale", "teams")},
-			{What: "pods (CPU pods through the webhook, 16 clients, all scheduled)", Ref: r(pkgScale, "BenchmarkScale", "pods")},
+			{What: "teams (half of them queueing in Kueue)", Ref: r(pkgScale, "BenchmarkScale", "teams")},
+			{What: "pods (whole GPUs, MIG slices, fractions; every one scheduled or waiting in Kueue)", Ref: r(pkgScale, "BenchmarkScale", "pods")},
+			{What: "… whole-GPU pods", Ref: r(pkgScale, "BenchmarkScale", "pods-whole")},
+			{What: "… MIG pods", Ref: r(pkgScale, "BenchmarkScale", "pods-mig")},
+			{What: "… fractional pods", Ref: r(pkgScale, "BenchmarkScale", "pods-fraction")},
+			{What: "… waiting in Kueue (gated, with a Workload)", Ref: r(pkgScale, "BenchmarkScale", "pods-waiting-in-kueue")},
+			{What: "Kueue Workloads", Ref: r(pkgScale, "BenchmarkScale", "kueue-workloads")},
+			{What: "live heap with the teams and pods", Ref: r(pkgScale, "BenchmarkScale", "live-heap-pods-MiB"), Unit: "MiB",
+				Versus: base(pkgScale, "BenchmarkScale", "live-heap-idle-MiB", "idle manager, no team")},
+			{What: "live heap per team", Ref: r(pkgScale, "BenchmarkScale", "live-KiB/team"), Unit: "KiB"},
+			{What: "live heap per pod", Ref: r(pkgScale, "BenchmarkScale", "live-B/pod"), Unit: "bytes"},
 			{What: "RSS with the teams", Ref: r(pkgScale, "BenchmarkScale", "rss-teams-MiB"), Unit: "MiB", Versus: rssIdle},
 			{What: "RSS with the teams and pods", Ref: r(pkgScale, "BenchmarkScale", "rss-pods-MiB"), Unit: "MiB", Versus: rssIdle},
 			{What: "memory per team", Ref: r(pkgScale, "BenchmarkScale", "MiB/team"), Unit: "MiB"},
@@ -135,6 +176,16 @@ var sections = []section{
 			{What: "CPU spent while the pods were created and scheduled", Ref: r(pkgScale, "BenchmarkScale", "cpu-s-pods"), Unit: "s"},
 			{What: "pods created per second (16 clients)", Ref: r(pkgScale, "BenchmarkScale", "pods-created/s"), Unit: "pods/s",
 				Versus: base(pkgBench, "BenchmarkManagerThroughput/clients=16", "on-pods/s", "one namespace, 16 clients, webhook on")},
+			{What: "the manager's API requests per minute at rest, with the teams and pods", Ref: r(pkgScale, "BenchmarkScale", "rest-requests/min"), Unit: "/min",
+				Versus: base(pkgScale, "BenchmarkScale", "rest-teams-requests/min", "with the teams only")},
+			{What: "… of which GET (gets and lists)", Ref: r(pkgScale, "BenchmarkScale", "rest-GET/min"), Unit: "/min"},
+			{What: "… of which PATCH", Ref: r(pkgScale, "BenchmarkScale", "rest-PATCH/min"), Unit: "/min"},
+			{What: "… of which POST (creates, events)", Ref: r(pkgScale, "BenchmarkScale", "rest-POST/min"), Unit: "/min"},
+			{What: "the manager's share of the API server's LISTs per minute at rest", Ref: r(pkgScale, "BenchmarkScale", "api-LIST/min"), Unit: "/min"},
+			{What: "… GETs", Ref: r(pkgScale, "BenchmarkScale", "api-GET/min"), Unit: "/min"},
+			{What: "… PATCHes and APPLYs", Ref: r(pkgScale, "BenchmarkScale", "api-PATCH/min"), Unit: "/min"},
+			{What: "… CREATEs", Ref: r(pkgScale, "BenchmarkScale", "api-CREATE/min"), Unit: "/min"},
+			{What: "the API server's requests per minute at rest, every client", Ref: r(pkgScale, "BenchmarkScale", "apiserver-requests/min"), Unit: "/min"},
 		}},
 	{Title: "vCluster control-plane memory per team (real node)", Note: "`gpuvc dev cluster up` with its real node, gpuvc installed, teams of each variant running at once, " +
 		"each checked by a pod created through its kubeconfig that runs on the node, then idle 90 s. Per team: the vCluster pod and the CoreDNS pod it syncs, " +

@@ -19,13 +19,13 @@ func main() {
 func run() error {
 	var opts runOptions
 	out := flag.String("out", "docs/benchmarks.md", "the report to write: only the part between the scale's markers (bench, bench-full) is replaced; empty: print only")
-	flag.StringVar(&opts.scale, "scale", "small", "BENCH_SCALE for the benchmarks: small (fits ~20 minutes on 2 cores) or full (100 teams, 10,000 pods)")
+	flag.StringVar(&opts.scale, "scale", "small", "BENCH_SCALE for the benchmarks: small (fits ~20 minutes on 2 cores), full (100 teams, 10,000 pods) or large (200 teams, 20,000 pods: how the manager's memory grows)")
 	flag.StringVar(&opts.bench, "bench", ".", "go test -bench regexp")
 	flag.StringVar(&opts.benchtime, "benchtime", "", "go test -benchtime (empty: go test's default)")
 	flag.StringVar(&opts.timeout, "timeout", "60m", "go test -timeout per package")
 	flag.Parse()
-	if opts.scale != "small" && opts.scale != "full" {
-		return fmt.Errorf("-scale %q: want small or full", opts.scale)
+	if opts.scale != "small" && opts.scale != "full" && opts.scale != "large" {
+		return fmt.Errorf("-scale %q: want small, full or large", opts.scale)
 	}
 	patterns := flag.Args()
 	if len(patterns) == 0 {

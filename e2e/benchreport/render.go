@@ -53,6 +53,27 @@ func Splice(doc, name, generated string) (string, error) {
 	return doc[:i+len(beginMarker)] + "\n" + generated + doc[j:], nil
 }
 
+// sectionCompetition is the competition over the runs of the packages whose
+// results the section shows (short names, in order of the figures).
+func sectionCompetition(run *Run, s section) (Competition, []string) {
+	var c Competition
+	var pkgs []string
+	for _, f := range s.Figures {
+		if _, ok := lookup(run.Results, f.Ref); !ok {
+			continue
+		}
+		short := "`" + strings.TrimPrefix(f.Ref.Pkg, "github.com/gpuvc/gpuvc/") + "`"
+		if slices.Contains(pkgs, short) {
+			continue
+		}
+		if pc, ok := run.Competition[f.Ref.Pkg]; ok {
+			c = c.add(pc)
+			pkgs = append(pkgs, short)
+		}
+	}
+	return c, pkgs
+}
+
 // Render writes the generated part of docs/benchmarks.md.
 func Render(run *Run, m Machine) string {
 	var b strings.Builder
@@ -74,7 +95,20 @@ func Render(run *Run, m Machine) string {
 	if len(run.Failed) > 0 {
 		failed = "`" + strings.Join(run.Failed, "`, `") + "` (their figures are missing or partial)"
 	}
-	p("| packages that failed | %s |\n\n", failed)
+	p("| packages that failed | %s |\n", failed)
+	var others Competition
+	competed := 0
+	for _, c := range run.Competition {
+		others = others.add(c)
+		if c.competed() {
+			competed++
+		}
+	}
+	if len(run.Competition) > 0 {
+		p("| other processes during the run (the machine's busy CPU less the benchmarks' own process trees, every %s) | %.2f cores on average, at most %.2f; %d of %d packages ran beside other work (≥ 0.25 cores) |\n",
+			competitionEvery, others.Cores, others.Max, competed, len(run.Competition))
+	}
+	p("\n")
 	p("Ratio = value / baseline, both from this run. A missing value (—) is a benchmark that failed or was not run; " +
 		"a section none of whose benchmarks ran is left out.\n\n")
 	for _, s := range sections {
@@ -82,6 +116,14 @@ func Render(run *Run, m Machine) string {
 			continue
 		}
 		p("### %s\n\n%s\n\n", s.Title, s.Note)
+		if c, pkgs := sectionCompetition(run, s); len(pkgs) > 0 {
+			if c.competed() {
+				p("**Other work competed while these were measured** (%s): %s. Latencies and rates are pessimistic; ratios of figures measured side by side less so.\n\n",
+					strings.Join(pkgs, ", "), c)
+			} else {
+				p("Measured alone (%s): %s.\n\n", strings.Join(pkgs, ", "), c)
+			}
+		}
 		p("| figure | value | baseline | ratio |\n|---|---:|---|---:|\n")
 		for _, f := range s.Figures {
 			v, ok := lookup(run.Results, f.Ref)

@@ -76,3 +76,25 @@ func TestSpliceKeepsTheOtherScalesSection(t *testing.T) {
 		t.Errorf("Splice of the full section:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestRenderSaysWhoCompeted(t *testing.T) {
+	run := &Run{Started: time.Unix(0, 0), Ended: time.Unix(60, 0), Scale: "small",
+		Results: []Result{
+			{Pkg: pkgBench, Name: "BenchmarkManagerWebhookOverhead", N: 1, Metrics: map[string]float64{"on-p50-ms": 30, "off-p50-ms": 12}, Units: []string{"on-p50-ms", "off-p50-ms"}},
+			{Pkg: pkgMIG, Name: "BenchmarkPackPool", N: 3, Metrics: map[string]float64{"gpus/lowerbound": 1}, Units: []string{"gpus/lowerbound"}},
+		},
+		Competition: map[string]Competition{
+			pkgBench: {Cores: 0.9, Max: 1.8, Took: time.Minute, Every: 5 * time.Second, Samples: 12, Load: LoadStats{Min: 2, Max: 9, Mean: 5, Samples: 12}},
+			pkgMIG:   {Cores: 0.05, Max: 0.1, Took: time.Minute, Every: 5 * time.Second, Samples: 12, Load: LoadStats{Min: 1, Max: 1.5, Mean: 1.2, Samples: 12}},
+		}}
+	out := Render(run, Machine{Cores: 2, CPU: "cpu", MemoryGiB: 8, Kernel: "Linux", Go: "go", Commit: "abc"})
+	for _, want := range []string{
+		"**Other work competed while these were measured** (`e2e/testsupport/bench`): other processes kept 0.90 cores busy on average",
+		"Measured alone (`gpu/mig`): other processes kept 0.05 cores busy",
+		"0.47 cores on average, at most 1.80; 1 of 2 packages ran beside other work",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}

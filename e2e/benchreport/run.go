@@ -19,13 +19,16 @@ type Run struct {
 	Failed         []string // packages whose go test failed
 	Results        []Result
 	Load           LoadStats
+	// Competition is, per package, what other processes took of the machine
+	// while its benchmarks ran.
+	Competition map[string]Competition
 }
 
 // runPackages runs each package's benchmarks in turn, output streamed to w,
 // and parses the results. A failing package is recorded and the others still
 // run: one broken benchmark must not cost the whole report.
 func runPackages(ctx context.Context, dir string, pkgs []string, opts runOptions, w io.Writer) *Run {
-	run := &Run{Started: time.Now(), Scale: opts.scale}
+	run := &Run{Started: time.Now(), Scale: opts.scale, Competition: map[string]Competition{}}
 	sampler := startLoadSampler(5 * time.Second)
 	for _, pkg := range pkgs {
 		args := []string{"test", "-run", "^$", "-bench", opts.bench, "-benchmem", "-timeout", opts.timeout}
@@ -41,7 +44,15 @@ func runPackages(ctx context.Context, dir string, pkgs []string, opts runOptions
 		var out strings.Builder
 		tee := io.MultiWriter(w, &out)
 		cmd.Stdout, cmd.Stderr = tee, tee
-		if err := cmd.Run(); err != nil {
+		err := cmd.Start()
+		if err == nil {
+			others := startCompetitionSampler(cmd.Process.Pid, competitionEvery)
+			err = cmd.Wait()
+			c := others.stop()
+			run.Competition[pkg] = c
+			fmt.Fprintf(w, "bench: while %s ran, %s\n", pkg, c)
+		}
+		if err != nil {
 			fmt.Fprintf(w, "bench: %s failed: %v\n", pkg, err)
 			run.Failed = append(run.Failed, pkg)
 		}

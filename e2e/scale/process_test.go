@@ -4,7 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,16 +20,79 @@ import (
 
 // managerProcess is `gpuvc manager` running as its own process, with what
 // the benchmark reads of it.
-type managerProcess struct{ *gpuvcbin.Manager }
+type managerProcess struct {
+	*gpuvcbin.Manager
+	cp *localcluster.ControlPlane
+	// pprof is the base URL of its /debug/pprof/ ("" if the build has none).
+	pprof string
+}
 
 // startManager runs the manager against cp and waits until it serves. It
 // returns the process and how long that took. extra are more flags of `gpuvc manager`.
 func startManager(ctx context.Context, bin, dir string, cp *localcluster.ControlPlane, extra ...string) (*managerProcess, time.Duration, error) {
+	pprof := ""
+	if servesPprof(bin) {
+		ports, err := localcluster.FreePorts(1)
+		if err != nil {
+			return nil, 0, err
+		}
+		pprof = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", ports[0])
+		extra = append(extra, "--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[0]))
+	}
 	m, err := gpuvcbin.StartManager(ctx, bin, cp.Kubeconfig, dir, extra...)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("%w\n%s", err, logTail(dir))
 	}
-	return &managerProcess{m}, m.StartedIn, nil
+	return &managerProcess{Manager: m, cp: cp, pprof: pprof}, m.StartedIn, nil
+}
+
+// servesPprof: the build has --pprof-bind-address (an older one, run through
+// BENCH_GPUVC_BIN to compare, may not).
+func servesPprof(bin string) bool {
+	out, _ := exec.Command(bin, "manager", "--help").CombinedOutput()
+	return strings.Contains(string(out), "--pprof-bind-address")
+}
+
+// liveHeap is the manager's Go heap just after a collection (HeapAlloc of a
+// heap profile taken with gc=1): what its objects hold, without the garbage
+// and the free pages RSS and heap-in-use also count. 0 without pprof. With
+// BENCH_PROFILE_DIR set, the heap profile is kept there as name.pb.gz.
+func (m *managerProcess) liveHeap(ctx context.Context, name string) (float64, error) {
+	if m.pprof == "" {
+		return 0, nil
+	}
+	get := func(query string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.pprof+"heap?"+query, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		return io.ReadAll(resp.Body)
+	}
+	if dir := os.Getenv("BENCH_PROFILE_DIR"); dir != "" {
+		b, err := get("gc=1")
+		if err != nil {
+			return 0, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".pb.gz"), b, 0o644); err != nil {
+			return 0, err
+		}
+	}
+	b, err := get("gc=1&debug=1")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return n, err
+		}
+	}
+	return 0, fmt.Errorf("%sheap?debug=1: no HeapAlloc", m.pprof)
 }
 
 // usage is what /proc says of a process at one instant.
@@ -70,4 +138,22 @@ func (m *managerProcess) usage() (usage, error) {
 	st, _ := strconv.ParseInt(fs[12], 10, 64)
 	u.CPU = time.Duration(ut+st) * time.Second / clockTicks
 	return u, nil
+}
+
+// logTail is the end of the newest manager log in dir (the test's folder goes
+// with the test): why a manager that exited did.
+func logTail(dir string) string {
+	logs, _ := filepath.Glob(filepath.Join(dir, "manager-*.log"))
+	if len(logs) == 0 {
+		return "(no manager log)"
+	}
+	sort.Strings(logs)
+	b, err := os.ReadFile(logs[len(logs)-1])
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
 }

@@ -48,7 +48,12 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		os.Exit(m.Run())
 	}
-	os.Exit(localcp.RunTests(m, localcluster.Options{}, setUp))
+	var opts localcluster.Options
+	if os.Getenv("BENCH_PROFILE_DIR") != "" {
+		// Where the API server's time goes (profiler).
+		opts.ExtraAPIServerArgs = []string{"--profiling=true"}
+	}
+	os.Exit(localcp.RunTests(m, opts, setUp))
 }
 
 func setUp(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {

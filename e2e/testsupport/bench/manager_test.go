@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func BenchmarkManagerBurst(b *testing.B) {
 // time with the webhook on and off, in alternating blocks (bench.WebhookOverhead).
 func BenchmarkManagerWebhookOverhead(b *testing.B) {
 	ctx := benchContext(b, 10*time.Minute)
-	bench.WebhookOverhead(ctx, b, env.cp.Client, webhookSwitch(ctx, b))
+	bench.WebhookOverhead(ctx, b, env.cp.Client, webhookSwitch(ctx, b), costs())
 }
 
 // BenchmarkManagerThroughput: pods/s from 1 to 64 concurrent clients, webhook
@@ -54,9 +55,24 @@ func BenchmarkManagerThroughput(b *testing.B) {
 	sw := webhookSwitch(ctx, b)
 	for _, clients := range []int{1, 16, 32, 64} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			bench.Throughput(ctx, b, unlimitedClient(b), sw, clients, 500)
+			bench.Throughput(ctx, b, unlimitedClient(b), sw, clients, 500, costs())
 		})
 	}
+}
+
+// costs charges the benchmark's work to the control plane's processes and to
+// this one (the manager in process, and the benchmark's clients: the same in
+// both modes, so a difference between modes is the manager's).
+func costs() *bench.Costs {
+	procs := map[string]int{"gpuvc+clients": 0}
+	for name, pid := range env.cp.PIDs() {
+		procs[name] = pid
+	}
+	c := &bench.Costs{Procs: procs, Metrics: env.cp.Client}
+	if dir := os.Getenv("BENCH_PROFILE_DIR"); dir != "" {
+		c.Profile = profiler(dir)
+	}
+	return c
 }
 
 func webhookSwitch(ctx context.Context, b *testing.B) *bench.WebhookSwitch {

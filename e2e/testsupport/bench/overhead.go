@@ -28,13 +28,14 @@ const MinLatencySamples = 200
 // one namespace (its quota, its CEL fence), the same admitted pod template,
 // created one at a time in alternating blocks with the webhook on and off.
 // max(b.N, MinLatencySamples) pods per mode. Reports p50/p99 of each mode and
-// the ratios.
-func WebhookOverhead(ctx context.Context, b *testing.B, c kubernetes.Interface, sw *WebhookSwitch) {
+// the ratios, and with costs (nil: none) what each mode cost per pod.
+func WebhookOverhead(ctx context.Context, b *testing.B, c kubernetes.Interface, sw *WebhookSwitch, costs *Costs) {
 	tmpl, err := sw.Template(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var on, off []time.Duration
+	var onCost, offCost CostDelta
 	total := max(b.N, MinLatencySamples)
 	b.ResetTimer()
 	for done := 0; done < total; {
@@ -42,11 +43,11 @@ func WebhookOverhead(ctx context.Context, b *testing.B, c kubernetes.Interface, 
 		b.StopTimer()
 		switchTo(ctx, b, sw, false)
 		b.StartTimer()
-		off = append(off, createSerially(ctx, b, c, sw.ns, tmpl, "off", done, n)...)
+		costs.measure(ctx, b, &offCost, "overhead-off", func() { off = append(off, createSerially(ctx, b, c, sw.ns, tmpl, "off", done, n)...) })
 		b.StopTimer()
 		switchTo(ctx, b, sw, true)
 		b.StartTimer()
-		on = append(on, createSerially(ctx, b, c, sw.ns, tmpl, "on", done, n)...)
+		costs.measure(ctx, b, &onCost, "overhead-on", func() { on = append(on, createSerially(ctx, b, c, sw.ns, tmpl, "on", done, n)...) })
 		done += n
 	}
 	b.StopTimer()
@@ -57,12 +58,15 @@ func WebhookOverhead(ctx context.Context, b *testing.B, c kubernetes.Interface, 
 	b.ReportMetric(Percentile(off, 0.99), "off-p99-ms")
 	b.ReportMetric(Percentile(on, 0.5)/Percentile(off, 0.5), "p50-ratio")
 	b.ReportMetric(Percentile(on, 0.99)/Percentile(off, 0.99), "p99-ratio")
+	onCost.Report(b.ReportMetric, "on-", len(on))
+	offCost.Report(b.ReportMetric, "off-", len(off))
 }
 
 // Throughput creates pods from clients concurrent clients, each with its own
 // connection and no client-side rate limit, with the webhook off then on (b.N
-// rounds of perRound pods per mode): pods/s of each and their ratio.
-func Throughput(ctx context.Context, b *testing.B, newClient func() kubernetes.Interface, sw *WebhookSwitch, clients, perRound int) {
+// rounds of perRound pods per mode): pods/s of each and their ratio, and with
+// costs (nil: none) what each mode cost per pod and where the time went.
+func Throughput(ctx context.Context, b *testing.B, newClient func() kubernetes.Interface, sw *WebhookSwitch, clients, perRound int, costs *Costs) {
 	tmpl, err := sw.Template(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -73,13 +77,19 @@ func Throughput(ctx context.Context, b *testing.B, newClient func() kubernetes.I
 	}
 	var onPods, offPods int
 	var onTime, offTime time.Duration
+	var onCost, offCost CostDelta
 	b.ResetTimer()
 	for round := range b.N {
 		for _, mode := range []bool{false, true} {
 			b.StopTimer()
 			switchTo(ctx, b, sw, mode)
 			b.StartTimer()
-			d := createConcurrently(ctx, b, cs, sw.ns, tmpl, fmt.Sprintf("t%v-%d", mode, round), perRound)
+			var d time.Duration
+			cost, name := &offCost, fmt.Sprintf("throughput-%d-off", clients)
+			if mode {
+				cost, name = &onCost, fmt.Sprintf("throughput-%d-on", clients)
+			}
+			costs.measure(ctx, b, cost, name, func() { d = createConcurrently(ctx, b, cs, sw.ns, tmpl, fmt.Sprintf("t%v-%d", mode, round), perRound) })
 			if mode {
 				onPods, onTime = onPods+perRound, onTime+d
 			} else {
@@ -95,6 +105,8 @@ func Throughput(ctx context.Context, b *testing.B, newClient func() kubernetes.I
 	b.ReportMetric(onRate, "on-pods/s")
 	b.ReportMetric(offRate, "off-pods/s")
 	b.ReportMetric(onRate/offRate, "on/off")
+	onCost.Report(b.ReportMetric, "on-", onPods)
+	offCost.Report(b.ReportMetric, "off-", offPods)
 }
 
 func switchTo(ctx context.Context, b *testing.B, sw *WebhookSwitch, on bool) {

@@ -29,6 +29,7 @@ import (
 
 type flags struct {
 	metricsAddr, healthAddr string
+	pprofAddr               string
 	leaderElect             bool
 	leaderElectionNS        string
 	webhookPort             int
@@ -75,6 +76,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables it)`)
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" disables them)`)
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof/ profiles (CPU, heap, block, mutex: where the manager's time and memory go); "0" disables them`)
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader so only one replica acts")
 	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election lease (default: the pod's namespace)")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "port of the pod admission webhook (0 disables it)")
@@ -168,7 +170,7 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 		return err
 	}
 	mgr, err := gpuvcmanager.New(ctx, cfg, gpuvcmanager.Options{
-		MetricsAddr: f.metricsAddr, HealthAddr: f.healthAddr,
+		MetricsAddr: f.metricsAddr, HealthAddr: f.healthAddr, PprofAddr: f.pprofAddr,
 		LeaderElection: f.leaderElect, LeaderElectionNS: f.leaderElectionNS,
 		WebhookPort: f.webhookPort, WebhookCertDir: f.webhookCertDir, WebhookCertSecret: certSecret,
 		SystemPool:     f.systemPool,

@@ -1,0 +1,223 @@
+package manager
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/api/contract"
+	"github.com/gpuvc/gpuvc/manager/team"
+	"github.com/gpuvc/gpuvc/syncer/queued"
+)
+
+// What the manager's informers hold. The cache is the manager's memory at
+// scale: a host with 100 teams and 10,000 pods held every pod whole (27.8 KiB
+// each, managed fields and all). It now holds only what gpuvc reads from it:
+//
+//   - every object without its managed fields (nothing gpuvc runs reads them
+//     from the cache; server-side apply does not need them);
+//   - pods of team namespaces only (the webhook labels every one of them
+//     gpuvc.dev/team), trimmed to what their readers use (trimPod);
+//   - Kueue Workloads trimmed to what their readers use (trimWorkload);
+//   - nodes without their image lists;
+//   - only the manager's own Secrets.
+//
+// Kueue's objects, unstructured, are read from the cache like the rest (New sets
+// the client's CacheOptions.Unstructured).
+//
+// Readers of the cached objects, all through mgr.GetClient() or mgr.GetCache()
+// (everything else reads the API server: mgr.GetAPIReader()):
+//
+//   - pods: syncer/queued's NotQueued (labels, deletionTimestamp, scheduling
+//     gates, UID, creationTimestamp; an event on the pod) and Controller (the
+//     Workload's pod: deletionTimestamp; an event on it); syncer/share's pod
+//     handler (labels, UID: it only wakes the team, and reads pods from the API
+//     server);
+//   - Workloads: manager/team's queue status (teamqueue.Status: pod sets'
+//     counts and container resources, conditions), syncer/queued (conditions,
+//     owner references, spec.queueName, the admission's resource usage);
+//   - nodes: labels (policies, pools, accounting), spec.unschedulable and
+//     status allocatable and conditions (pool metrics).
+//
+// TestCacheKeepsWhatReadersRead pins the fields kept and that the readers
+// decide the same on trimmed objects.
+func cacheOptions() cache.Options {
+	managed := labels.SelectorFromSet(labels.Set{team.LabelManagedBy: "gpuvc"})
+	return cache.Options{
+		DefaultTransform: transformDefault,
+		ByObject: map[client.Object]cache.ByObject{
+			// Caching every Secret of the host would cost memory and read access
+			// the manager does not need.
+			&corev1.Secret{}: {Label: managed},
+			&corev1.Pod{}:    {Label: teamPods(), Transform: trimPod},
+			&corev1.Node{}:   {Transform: trimNode},
+		},
+	}
+}
+
+// teamPods selects the pods of team namespaces: the webhook sets gpuvc.dev/team
+// on every pod it admits there, reservation and control-plane pods included.
+func teamPods() labels.Selector {
+	r, err := labels.NewRequirement(contract.LabelTeam, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant, valid key
+	}
+	return labels.NewSelector().Add(*r)
+}
+
+var _ toolscache.TransformFunc = transformDefault
+
+// transformDefault drops managed fields from every cached object, and trims
+// Kueue's Workloads (unstructured: gpuvc does not link Kueue's API).
+func transformDefault(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind().GroupKind() == queued.WorkloadKind.GroupKind() {
+		return trimWorkload(u), nil
+	}
+	return stripManagedFields(obj), nil
+}
+
+func stripManagedFields(obj any) any {
+	if o, ok := obj.(metav1.Object); ok && o.GetManagedFields() != nil {
+		o.SetManagedFields(nil)
+	}
+	return obj
+}
+
+// trimPod keeps of a pod its identity, labels, owners, deletion, node and
+// scheduling gates, and its phase: what the readers above use. A metadata-only
+// pod keeps its metadata but for managed fields and annotations.
+func trimPod(obj any) (any, error) {
+	switch p := obj.(type) {
+	case *corev1.Pod:
+		return &corev1.Pod{
+			TypeMeta: p.TypeMeta,
+			ObjectMeta: metav1.ObjectMeta{
+				Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+				Generation: p.Generation, CreationTimestamp: p.CreationTimestamp,
+				DeletionTimestamp: p.DeletionTimestamp, DeletionGracePeriodSeconds: p.DeletionGracePeriodSeconds,
+				Labels: p.Labels, OwnerReferences: p.OwnerReferences, Finalizers: p.Finalizers,
+			},
+			Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, SchedulingGates: p.Spec.SchedulingGates},
+			Status: corev1.PodStatus{Phase: p.Status.Phase},
+		}, nil
+	case *metav1.PartialObjectMetadata:
+		p.ManagedFields, p.Annotations = nil, nil
+		return p, nil
+	}
+	return stripManagedFields(obj), nil
+}
+
+// trimNode drops a node's managed fields and its list of images (tens of KiB on
+// a node that has pulled many): no reader looks at them.
+func trimNode(obj any) (any, error) {
+	if n, ok := obj.(*corev1.Node); ok {
+		n.Status.Images = nil
+	}
+	return stripManagedFields(obj), nil
+}
+
+// trimWorkload keeps of a Kueue Workload its metadata (not managed fields or
+// annotations), its queue, per pod set the name, count and the containers'
+// resources (not the rest of the pod template: Kueue's pod integration copies
+// the whole pod spec there), and from its status the conditions (type, status,
+// reason, message) and the admission (ClusterQueue, per pod set the flavors and
+// resource usage).
+func trimWorkload(u *unstructured.Unstructured) *unstructured.Unstructured {
+	meta, _ := u.Object["metadata"].(map[string]any)
+	if meta != nil {
+		delete(meta, "managedFields")
+		delete(meta, "annotations")
+	}
+	out := map[string]any{"metadata": meta}
+	for _, k := range []string{"apiVersion", "kind"} {
+		if v, ok := u.Object[k]; ok {
+			out[k] = v
+		}
+	}
+	if spec, ok := u.Object["spec"].(map[string]any); ok {
+		s := pick(spec, "queueName", "priority", "active")
+		if sets, ok := spec["podSets"].([]any); ok {
+			kept := make([]any, 0, len(sets))
+			for _, ps := range sets {
+				psm, _ := ps.(map[string]any)
+				if psm == nil {
+					continue
+				}
+				set := pick(psm, "name", "count", "minCount")
+				if tmpl, ok := psm["template"].(map[string]any); ok {
+					if ts, ok := tmpl["spec"].(map[string]any); ok {
+						podSpec := map[string]any{}
+						for _, field := range []string{"containers", "initContainers"} {
+							if cs := containerResources(ts[field]); cs != nil {
+								podSpec[field] = cs
+							}
+						}
+						set["template"] = map[string]any{"spec": podSpec}
+					}
+				}
+				kept = append(kept, set)
+			}
+			s["podSets"] = kept
+		}
+		out["spec"] = s
+	}
+	if status, ok := u.Object["status"].(map[string]any); ok {
+		s := map[string]any{}
+		if conds, ok := status["conditions"].([]any); ok {
+			kept := make([]any, 0, len(conds))
+			for _, c := range conds {
+				if cm, ok := c.(map[string]any); ok {
+					kept = append(kept, pick(cm, "type", "status", "reason", "message"))
+				}
+			}
+			s["conditions"] = kept
+		}
+		if adm, ok := status["admission"].(map[string]any); ok {
+			a := pick(adm, "clusterQueue")
+			if sets, ok := adm["podSetAssignments"].([]any); ok {
+				kept := make([]any, 0, len(sets))
+				for _, ps := range sets {
+					if psm, ok := ps.(map[string]any); ok {
+						kept = append(kept, pick(psm, "name", "count", "flavors", "resourceUsage"))
+					}
+				}
+				a["podSetAssignments"] = kept
+			}
+			s["admission"] = a
+		}
+		out["status"] = s
+	}
+	u.Object = out
+	return u
+}
+
+// containerResources keeps each container's name and resources.
+func containerResources(v any) []any {
+	cs, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]any, 0, len(cs))
+	for _, c := range cs {
+		if cm, ok := c.(map[string]any); ok {
+			out = append(out, pick(cm, "name", "resources"))
+		}
+	}
+	return out
+}
+
+// pick copies the named keys of m that are present.
+func pick(m map[string]any, keys ...string) map[string]any {
+	out := make(map[string]any, len(keys))
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
