@@ -160,9 +160,15 @@ func checkNetworkFence(t *testing.T, err error, want string) {
 // networkPolicyWriter is user with the rights on NetworkPolicies in the team
 // namespace that vCluster's chart grants its syncer when it syncs them.
 func networkPolicyWriter(ctx context.Context, user string) (kubernetes.Interface, error) {
-	name := "netpol-" + strings.NewReplacer(":", "-").Replace(user)
+	return teamWriter(ctx, user, "netpol-", "networking.k8s.io", "networkpolicies")
+}
+
+// teamWriter is user with read and write rights on one resource in the team
+// namespace (a Role and RoleBinding named prefix+user), as the client it acts with.
+func teamWriter(ctx context.Context, user, prefix, apiGroup, resource string) (kubernetes.Interface, error) {
+	name := prefix + strings.NewReplacer(":", "-").Replace(user)
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"},
+		APIGroups: []string{apiGroup}, Resources: []string{resource},
 		Verbs: []string{"get", "list", "create", "update", "patch", "delete"},
 	}}}
 	if _, err := env.cp.Client.RbacV1().Roles(teamNS).Create(ctx, role, metav1.CreateOptions{}); err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -62,21 +61,5 @@ func TestStorageFence(t *testing.T) {
 // claimWriter is user with the rights on claims in the team namespace that
 // vCluster's chart grants its syncer.
 func claimWriter(ctx context.Context, user string) (kubernetes.Interface, error) {
-	name := "claims-" + strings.NewReplacer(":", "-").Replace(user)
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"},
-		Verbs: []string{"get", "list", "create", "update", "patch", "delete"},
-	}}}
-	if _, err := env.cp.Client.RbacV1().Roles(teamNS).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		return nil, err
-	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: user}},
-	}
-	if _, err := env.cp.Client.RbacV1().RoleBindings(teamNS).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		return nil, err
-	}
-	return impersonate(user)
+	return teamWriter(ctx, user, "claims-", "", "persistentvolumeclaims")
 }
