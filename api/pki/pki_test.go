@@ -73,10 +73,13 @@ func TestClientCertificateCarriesIdentityAndClientUsage(t *testing.T) {
 
 // vCluster's CA may use an RSA key: Parse must sign with whatever key it holds.
 func TestParsedForeignCASignsWithItsIssueTime(t *testing.T) {
+	// A fixed issue time, and the CA valid around it (not around the wall
+	// clock), so the test means the same on any day.
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "vcluster-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(2 * time.Hour), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	require.NoError(t, err)
@@ -85,7 +88,6 @@ func TestParsedForeignCASignsWithItsIssueTime(t *testing.T) {
 
 	ca, err := pki.Parse(certPEM, keyPEM)
 	require.NoError(t, err)
-	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	leaf, err := ca.Sign(pki.Spec{CommonName: "gpuvc-waker", Server: true, Hosts: []string{"10.96.0.7", "team-a.ns.svc", ""}, Validity: time.Hour, Now: now})
 	require.NoError(t, err)
 	require.Equal(t, now.Add(time.Hour), leaf.Cert.NotAfter)
