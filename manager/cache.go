@@ -22,7 +22,9 @@ import (
 //   - every object without its managed fields (nothing gpuvc runs reads them
 //     from the cache; server-side apply does not need them);
 //   - pods of team namespaces only (the webhook labels every one of them
-//     gpuvc.dev/team), trimmed to what their readers use (trimPod);
+//     gpuvc.dev/team), metadata only (no reader asks for a typed pod: a
+//     typed pod is a 1.5 KiB struct however little it holds), without
+//     annotations (trimPod);
 //   - Kueue Workloads trimmed to what their readers use (trimWorkload);
 //   - nodes without their image lists;
 //   - only the manager's own Secrets.
@@ -33,11 +35,11 @@ import (
 // Readers of the cached objects, all through mgr.GetClient() or mgr.GetCache()
 // (everything else reads the API server: mgr.GetAPIReader()):
 //
-//   - pods: syncer/queued's NotQueued (labels, deletionTimestamp, scheduling
-//     gates, UID, creationTimestamp; an event on the pod) and Controller (the
-//     Workload's pod: deletionTimestamp; an event on it); syncer/share's pod
-//     handler (labels, UID: it only wakes the team, and reads pods from the API
-//     server);
+//   - pods (metadata): syncer/queued's NotQueued (labels, deletionTimestamp,
+//     UID, creationTimestamp; it reads the scheduling gates of a pod it is
+//     about to tell from the API server) and Controller (the Workload's pod:
+//     deletionTimestamp; an event on it); syncer/share's pod handler (labels,
+//     UID: it only wakes the team, and reads pods from the API server);
 //   - Workloads: manager/team's queue status (teamqueue.Status: pod sets'
 //     counts and container resources, conditions), syncer/queued (conditions,
 //     owner references, spec.queueName, the admission's resource usage);
@@ -88,9 +90,9 @@ func stripManagedFields(obj any) any {
 	return obj
 }
 
-// trimPod keeps of a pod its identity, labels, owners, deletion, node and
-// scheduling gates, and its phase: what the readers above use. A metadata-only
-// pod keeps its metadata but for managed fields and annotations.
+// trimPod keeps of a metadata-only pod its metadata but for managed fields
+// and annotations. A typed pod (no reader asks for one now) keeps its
+// identity, labels, owners, deletion, node, scheduling gates and phase.
 func trimPod(obj any) (any, error) {
 	switch p := obj.(type) {
 	case *corev1.Pod:

@@ -224,20 +224,26 @@ func TestCacheReadersDecideAlike(t *testing.T) {
 
 	// syncer/queued: the Queued event (Workload, its pod, the team's standing) and
 	// the NotQueued event (a gated pod without a Workload).
-	say := func(pod *corev1.Pod, wls []*unstructured.Unstructured) []string {
-		objs := []client.Object{pod, cq, localQueue(),
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-vision", Labels: map[string]string{contract.LabelTeam: "vision"}}}}
-		for _, w := range wls {
-			objs = append(objs, w.DeepCopy())
+	// cached is what the cache holds of the pod (whole, or its trimmed
+	// metadata); the API server always has it whole.
+	say := func(cached *corev1.Pod, wls []*unstructured.Unstructured) []string {
+		build := func(pod *corev1.Pod) client.Client {
+			objs := []client.Object{pod, cq, localQueue(),
+				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-vision", Labels: map[string]string{contract.LabelTeam: "vision"}}}}
+			for _, w := range wls {
+				objs = append(objs, w.DeepCopy())
+			}
+			return fake.NewClientBuilder().WithScheme(kueueScheme()).WithObjects(objs...).Build()
 		}
-		c := fake.NewClientBuilder().WithScheme(kueueScheme()).WithObjects(objs...).Build()
+		c, api := build(cached), build(queuedPod())
 		rec := events.NewFakeRecorder(10)
 		ctx := context.Background()
 		if _, err := queued.New(c, rec).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-vision", Name: "pod-trainer-0"}}); err != nil {
 			t.Fatal(err)
 		}
 		clock := clocktesting.NewFakePassiveClock(created.Add(time.Hour))
-		if _, err := queued.NewNotQueued(c, rec, queued.WithClock(clock)).Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)}); err != nil {
+		key := client.ObjectKeyFromObject(cached)
+		if _, err := queued.NewNotQueued(c, rec, queued.WithClock(clock), queued.WithReader(api)).Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
 			t.Fatal(err)
 		}
 		var said []string
@@ -246,9 +252,10 @@ func TestCacheReadersDecideAlike(t *testing.T) {
 		}
 		return said
 	}
-	trimmedPod, _ := trimPod(queuedPod())
+	// The manager caches pods' metadata only, trimmed: no spec, no status.
+	meta, _ := trimPod(&metav1.PartialObjectMetadata{ObjectMeta: queuedPod().ObjectMeta})
 	want := say(queuedPod(), whole)
-	got := say(trimmedPod.(*corev1.Pod), trimmed)
+	got := say(&corev1.Pod{ObjectMeta: meta.(*metav1.PartialObjectMetadata).ObjectMeta}, trimmed)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events from trimmed objects (-whole +trimmed)\n%s", diff)
 	}
