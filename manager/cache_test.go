@@ -148,19 +148,16 @@ func TestCacheWorkloadFields(t *testing.T) {
 	want := map[string]any{
 		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
 		"metadata": map[string]any{"name": "pod-trainer-0", "namespace": "team-vision", "uid": "wl-trainer-0", "resourceVersion": "812",
-			"labels":          map[string]any{"kueue.x-k8s.io/job-uid": "pod-uid"},
-			"ownerReferences": []any{map[string]any{"apiVersion": "v1", "kind": "Pod", "name": "trainer-0", "uid": "pod-uid", "controller": true, "blockOwnerDeletion": true}},
-			"finalizers":      []any{"kueue.x-k8s.io/resource-in-use"}},
-		"spec": map[string]any{"queueName": "gpuvc", "priority": int64(0), "active": true, "podSets": []any{map[string]any{"name": "main", "count": int64(1),
+			"ownerReferences": []any{map[string]any{"apiVersion": "v1", "kind": "Pod", "name": "trainer-0", "uid": "pod-uid", "controller": true}}},
+		"spec": map[string]any{"queueName": "gpuvc", "podSets": []any{map[string]any{"count": int64(1),
 			"template": map[string]any{"spec": map[string]any{
-				"containers":     []any{map[string]any{"name": "main", "resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "2"}, "requests": map[string]any{"nvidia.com/gpu": "2", "cpu": "1"}}}},
-				"initContainers": []any{map[string]any{"name": "fetch", "resources": map[string]any{"requests": map[string]any{"cpu": "2"}}}},
+				"containers":     []any{map[string]any{"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "2"}, "requests": map[string]any{"nvidia.com/gpu": "2", "cpu": "1"}}}},
+				"initContainers": []any{map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": "2"}}}},
 			}}}}},
 		"status": map[string]any{
 			"conditions": []any{map[string]any{"type": "QuotaReserved", "status": "False", "reason": "Pending",
 				"message": "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor gpuvc-a100-gpu, 2 more needed"}},
-			"admission": map[string]any{"clusterQueue": "gpuvc-vision", "podSetAssignments": []any{map[string]any{"name": "main", "count": int64(1),
-				"flavors": map[string]any{"nvidia.com/gpu": "gpuvc-a100-gpu"}, "resourceUsage": map[string]any{"nvidia.com/gpu": "2", "cpu": "1"}}}},
+			"admission": map[string]any{"podSetAssignments": []any{map[string]any{"resourceUsage": map[string]any{"nvidia.com/gpu": "2", "cpu": "1"}}}},
 		},
 	}
 	if diff := cmp.Diff(want, got.(*unstructured.Unstructured).Object); diff != "" {
