@@ -180,7 +180,8 @@ func (n *NotQueued) hasWorkload(ctx context.Context, namespace string, uid types
 	}
 	wls := &unstructured.UnstructuredList{}
 	wls.SetGroupVersionKind(WorkloadKind.GroupVersion().WithKind("WorkloadList"))
-	if err := n.client.List(ctx, wls, client.InNamespace(namespace)); err != nil {
+	// Read only: the cache's own objects, not a copy of each (see Controller.standing).
+	if err := n.client.List(ctx, wls, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	for _, wl := range wls.Items {
