@@ -148,19 +148,16 @@ func TestCacheWorkloadFields(t *testing.T) {
 	want := map[string]any{
 		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
 		"metadata": map[string]any{"name": "pod-trainer-0", "namespace": "team-vision", "uid": "wl-trainer-0", "resourceVersion": "812",
-			"labels":          map[string]any{"kueue.x-k8s.io/job-uid": "pod-uid"},
-			"ownerReferences": []any{map[string]any{"apiVersion": "v1", "kind": "Pod", "name": "trainer-0", "uid": "pod-uid", "controller": true, "blockOwnerDeletion": true}},
-			"finalizers":      []any{"kueue.x-k8s.io/resource-in-use"}},
-		"spec": map[string]any{"queueName": "gpuvc", "priority": int64(0), "active": true, "podSets": []any{map[string]any{"name": "main", "count": int64(1),
+			"ownerReferences": []any{map[string]any{"apiVersion": "v1", "kind": "Pod", "name": "trainer-0", "uid": "pod-uid", "controller": true}}},
+		"spec": map[string]any{"queueName": "gpuvc", "podSets": []any{map[string]any{"count": int64(1),
 			"template": map[string]any{"spec": map[string]any{
-				"containers":     []any{map[string]any{"name": "main", "resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "2"}, "requests": map[string]any{"nvidia.com/gpu": "2", "cpu": "1"}}}},
-				"initContainers": []any{map[string]any{"name": "fetch", "resources": map[string]any{"requests": map[string]any{"cpu": "2"}}}},
+				"containers":     []any{map[string]any{"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "2"}, "requests": map[string]any{"nvidia.com/gpu": "2", "cpu": "1"}}}},
+				"initContainers": []any{map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": "2"}}}},
 			}}}}},
 		"status": map[string]any{
 			"conditions": []any{map[string]any{"type": "QuotaReserved", "status": "False", "reason": "Pending",
 				"message": "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor gpuvc-a100-gpu, 2 more needed"}},
-			"admission": map[string]any{"clusterQueue": "gpuvc-vision", "podSetAssignments": []any{map[string]any{"name": "main", "count": int64(1),
-				"flavors": map[string]any{"nvidia.com/gpu": "gpuvc-a100-gpu"}, "resourceUsage": map[string]any{"nvidia.com/gpu": "2", "cpu": "1"}}}},
+			"admission": map[string]any{"podSetAssignments": []any{map[string]any{"resourceUsage": map[string]any{"nvidia.com/gpu": "2", "cpu": "1"}}}},
 		},
 	}
 	if diff := cmp.Diff(want, got.(*unstructured.Unstructured).Object); diff != "" {
@@ -224,20 +221,26 @@ func TestCacheReadersDecideAlike(t *testing.T) {
 
 	// syncer/queued: the Queued event (Workload, its pod, the team's standing) and
 	// the NotQueued event (a gated pod without a Workload).
-	say := func(pod *corev1.Pod, wls []*unstructured.Unstructured) []string {
-		objs := []client.Object{pod, cq, localQueue(),
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-vision", Labels: map[string]string{contract.LabelTeam: "vision"}}}}
-		for _, w := range wls {
-			objs = append(objs, w.DeepCopy())
+	// cached is what the cache holds of the pod (whole, or its trimmed
+	// metadata); the API server always has it whole.
+	say := func(cached *corev1.Pod, wls []*unstructured.Unstructured) []string {
+		build := func(pod *corev1.Pod) client.Client {
+			objs := []client.Object{pod, cq, localQueue(),
+				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-vision", Labels: map[string]string{contract.LabelTeam: "vision"}}}}
+			for _, w := range wls {
+				objs = append(objs, w.DeepCopy())
+			}
+			return fake.NewClientBuilder().WithScheme(kueueScheme()).WithObjects(objs...).Build()
 		}
-		c := fake.NewClientBuilder().WithScheme(kueueScheme()).WithObjects(objs...).Build()
+		c, api := build(cached), build(queuedPod())
 		rec := events.NewFakeRecorder(10)
 		ctx := context.Background()
 		if _, err := queued.New(c, rec).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-vision", Name: "pod-trainer-0"}}); err != nil {
 			t.Fatal(err)
 		}
 		clock := clocktesting.NewFakePassiveClock(created.Add(time.Hour))
-		if _, err := queued.NewNotQueued(c, rec, queued.WithClock(clock)).Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)}); err != nil {
+		key := client.ObjectKeyFromObject(cached)
+		if _, err := queued.NewNotQueued(c, rec, queued.WithClock(clock), queued.WithReader(api)).Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
 			t.Fatal(err)
 		}
 		var said []string
@@ -246,9 +249,10 @@ func TestCacheReadersDecideAlike(t *testing.T) {
 		}
 		return said
 	}
-	trimmedPod, _ := trimPod(queuedPod())
+	// The manager caches pods' metadata only, trimmed: no spec, no status.
+	meta, _ := trimPod(&metav1.PartialObjectMetadata{ObjectMeta: queuedPod().ObjectMeta})
 	want := say(queuedPod(), whole)
-	got := say(trimmedPod.(*corev1.Pod), trimmed)
+	got := say(&corev1.Pod{ObjectMeta: meta.(*metav1.PartialObjectMetadata).ObjectMeta}, trimmed)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events from trimmed objects (-whole +trimmed)\n%s", diff)
 	}

@@ -191,7 +191,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		return nil, err
 	}
 	// ... and why one Kueue never took waits forever.
-	notQueued := queued.NewNotQueued(mgr.GetClient(), mgr.GetEventRecorder("gpuvc-queue"), queued.WithGrace(opts.NotQueuedAfter))
+	notQueued := queued.NewNotQueued(mgr.GetClient(), mgr.GetEventRecorder("gpuvc-queue"), queued.WithGrace(opts.NotQueuedAfter),
+		queued.WithReader(mgr.GetAPIReader()))
 	if err := notQueued.SetupWithManager(mgr, isTeamNamespace); err != nil {
 		return nil, err
 	}

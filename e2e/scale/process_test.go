@@ -98,7 +98,11 @@ func (m *managerProcess) liveHeap(ctx context.Context, name string) (float64, er
 // usage is what /proc says of a process at one instant.
 type usage struct {
 	RSSKiB, PeakRSSKiB int64
-	CPU                time.Duration // user + system
+	// AnonKiB is the anonymous part of RSS (heap, stacks: the process's own);
+	// the rest is mostly the binary's pages, which the kernel may drop and
+	// other processes of the same binary share.
+	AnonKiB int64
+	CPU     time.Duration // user + system
 }
 
 // clockTicks is USER_HZ, 100 on every Linux this runs on.
@@ -121,6 +125,8 @@ func (m *managerProcess) usage() (usage, error) {
 			u.RSSKiB = n
 		case "VmHWM":
 			u.PeakRSSKiB = n
+		case "RssAnon":
+			u.AnonKiB = n
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -156,4 +162,32 @@ func logTail(dir string) string {
 		b = b[len(b)-4000:]
 	}
 	return string(b)
+}
+
+// profileCPU starts a CPU profile of the manager for d, kept in
+// BENCH_PROFILE_DIR as name-cpu.pb.gz (nothing without it or without pprof);
+// the function returned waits for it.
+func (m *managerProcess) profileCPU(ctx context.Context, name string, d time.Duration) func() {
+	dir := os.Getenv("BENCH_PROFILE_DIR")
+	if dir == "" || m.pprof == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		url := fmt.Sprintf("%sprofile?seconds=%d", m.pprof, int(d.Seconds()))
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		if b, err := io.ReadAll(resp.Body); err == nil && resp.StatusCode == http.StatusOK {
+			_ = os.WriteFile(filepath.Join(dir, name+"-cpu.pb.gz"), b, 0o644)
+		}
+	}()
+	return func() { <-done }
 }

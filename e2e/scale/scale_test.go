@@ -210,11 +210,13 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 	if err != nil {
 		b.Fatal(err)
 	}
+	profiled := m.profileCPU(ctx, "restart", 20*time.Second)
 	poll.UntilSeen(ctx, b, 30*time.Minute, fmt.Sprintf("%d teams reconciled after a restart", len(all)), func(ctx context.Context) (bool, string, error) {
 		n, depth, err := m.teamQueue(ctx)
 		return n >= float64(len(all)) && depth == 0, fmt.Sprintf("%.0f reconciles, %.0f queued", n, depth), err
 	})
 	restartTook := time.Since(restartAt)
+	profiled()
 
 	nTeams, nPods := float64(len(all)), float64(sz.pods)
 	b.ReportMetric(nTeams, "teams")
@@ -238,6 +240,8 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 	b.ReportMetric(mib(withTeams.end.RSSKiB), "rss-teams-MiB")
 	b.ReportMetric(mib(withPods.end.RSSKiB), "rss-pods-MiB")
 	b.ReportMetric(mib(withPods.end.PeakRSSKiB), "peak-rss-MiB")
+	b.ReportMetric(mib(idle.end.AnonKiB), "rss-anon-idle-MiB")
+	b.ReportMetric(mib(withPods.end.AnonKiB), "rss-anon-pods-MiB")
 	b.ReportMetric((mib(withTeams.end.RSSKiB)-mib(idle.end.RSSKiB))/nTeams, "MiB/team")
 	b.ReportMetric(float64(withPods.end.RSSKiB-withTeams.end.RSSKiB)/nPods, "KiB/pod")
 	b.ReportMetric(idle.heapMiB, "heap-idle-MiB")
@@ -434,8 +438,8 @@ func measure(ctx context.Context, b *testing.B, m *managerProcess, d time.Durati
 		}
 		w.liveMiB = live / (1 << 20)
 	}
-	b.Logf("manager: RSS %.0f MiB (peak %.0f), heap in use %.0f MiB, live %.1f MiB, CPU %.1f s total, %.1f%% over %v, %.0f API requests/min (load %.1f)",
-		mib(end.RSSKiB), mib(end.PeakRSSKiB), w.heapMiB, w.liveMiB, end.CPU.Seconds(), w.cpuPercent(), d, w.requestsPerMinute(""), bench.LoadAverage())
+	b.Logf("manager: RSS %.0f MiB (anonymous %.0f, peak %.0f), heap in use %.0f MiB, live %.1f MiB, CPU %.1f s total, %.1f%% over %v, %.0f API requests/min (load %.1f)",
+		mib(end.RSSKiB), mib(end.AnonKiB), mib(end.PeakRSSKiB), w.heapMiB, w.liveMiB, end.CPU.Seconds(), w.cpuPercent(), d, w.requestsPerMinute(""), bench.LoadAverage())
 	return w
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -36,7 +37,10 @@ const DefaultNotQueuedAfter = time.Minute
 // would see a pod Pending forever. Kueue is down, its pod integration is off, or
 // its managedJobsNamespaceSelector leaves the team's namespace out.
 type NotQueued struct {
-	client   client.Client
+	client client.Client
+	// reader reads a pod whole when the controller is about to tell it: the
+	// client's cache holds pods' metadata only.
+	reader   client.Reader
 	recorder events.EventRecorder
 	grace    time.Duration
 	clock    clock.PassiveClock
@@ -67,6 +71,13 @@ func WithGrace(d time.Duration) NotQueuedOption {
 	}
 }
 
+// WithReader sets where a pod about to be told is read whole from (its
+// scheduling gates): the API server (mgr.GetAPIReader()) where the cache holds
+// pods' metadata only. Default: the client.
+func WithReader(r client.Reader) NotQueuedOption {
+	return func(n *NotQueued) { n.reader = r }
+}
+
 // WithClock sets the clock the pod's age is read with.
 func WithClock(c clock.PassiveClock) NotQueuedOption {
 	return func(n *NotQueued) { n.clock = c }
@@ -74,31 +85,64 @@ func WithClock(c clock.PassiveClock) NotQueuedOption {
 
 // NewNotQueued returns the controller.
 func NewNotQueued(c client.Client, recorder events.EventRecorder, opts ...NotQueuedOption) *NotQueued {
-	n := &NotQueued{client: c, recorder: recorder, grace: DefaultNotQueuedAfter, clock: clock.RealClock{}, told: map[types.NamespacedName]toldPod{}}
+	n := &NotQueued{client: c, reader: c, recorder: recorder, grace: DefaultNotQueuedAfter, clock: clock.RealClock{}, told: map[types.NamespacedName]toldPod{}}
 	for _, o := range opts {
 		o(n)
 	}
 	return n
 }
 
-// SetupWithManager watches the pods of team namespaces that wait for Kueue.
+// SetupWithManager watches the pods of team namespaces that wait for Kueue,
+// metadata only: a pod is read whole only when it is about to be told.
 // It runs whether or not Kueue is installed: without Kueue's API a pod sent to
 // Kueue waits all the same, and is told that Kueue is not installed.
 func (n *NotQueued) SetupWithManager(mgr ctrl.Manager, teamNamespace func(string) bool) error {
 	_, err := mgr.GetRESTMapper().RESTMapping(WorkloadKind.GroupKind(), WorkloadKind.Version)
 	n.kueue = err == nil
 	return ctrl.NewControllerManagedBy(mgr).Named("notqueued").
-		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		For(&corev1.Pod{}, builder.OnlyMetadata, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return teamNamespace(o.GetNamespace()) && o.GetLabels()[contract.LabelKueueQueueName] != ""
 		}))).
 		Complete(n)
 }
 
+// podMeta is an empty metadata-only pod to read into.
+func podMeta() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+	return m
+}
+
 // Reconcile tells a pod gated for Kueue past the grace period without a
-// Workload why it waits; it looks again when the grace period ends.
+// Workload why it waits; it looks again when the grace period ends. Its
+// metadata and the Workloads (both cached) decide almost every case: the pod
+// is read whole (its gates) only when it is, or is about to be, told.
 func (n *NotQueued) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	meta := podMeta()
+	if err := n.client.Get(ctx, req.NamespacedName, meta); err != nil {
+		n.forget(req.NamespacedName)
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if meta.DeletionTimestamp != nil || meta.Labels[contract.LabelKueueQueueName] == "" {
+		n.forget(req.NamespacedName)
+		return reconcile.Result{}, nil
+	}
+	told := n.wasTold(req.NamespacedName, meta.UID)
+	if !told {
+		if left := n.grace - n.clock.Since(meta.CreationTimestamp.Time); left > 0 {
+			return reconcile.Result{RequeueAfter: left}, nil
+		}
+	}
+	// Kueue took it (or, told, may take it yet: restarted, its configuration
+	// fixed): then it does not count as not queued.
+	if has, err := n.hasWorkload(ctx, meta.Namespace, meta.UID); err != nil || has {
+		if has {
+			n.forget(req.NamespacedName)
+		}
+		return reconcile.Result{}, err
+	}
 	pod := &corev1.Pod{}
-	if err := n.client.Get(ctx, req.NamespacedName, pod); err != nil {
+	if err := n.reader.Get(ctx, req.NamespacedName, pod); err != nil {
 		n.forget(req.NamespacedName)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -106,27 +150,13 @@ func (n *NotQueued) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		n.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	if n.wasTold(req.NamespacedName, pod.UID) {
-		// Kueue may take it yet (restarted, its configuration fixed): then it
-		// no longer counts as not queued.
-		if has, err := n.hasWorkload(ctx, pod); err != nil || has {
-			if has {
-				n.forget(req.NamespacedName)
-			}
-			return reconcile.Result{}, err
-		}
+	if told {
 		return reconcile.Result{}, nil
 	}
-	if left := n.grace - n.clock.Since(pod.CreationTimestamp.Time); left > 0 {
-		return reconcile.Result{RequeueAfter: left}, nil
-	}
-	if has, err := n.hasWorkload(ctx, pod); err != nil || has {
-		return reconcile.Result{}, err
-	}
 	n.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonNotQueued, "Queue", "%s", notQueuedMessage(pod.Namespace, n.grace, n.kueue))
-	told := toldPod{uid: pod.UID, team: n.teamOf(ctx, pod.Namespace)}
+	entry := toldPod{uid: pod.UID, team: n.teamOf(ctx, pod.Namespace)}
 	n.mu.Lock()
-	n.told[req.NamespacedName] = told
+	n.told[req.NamespacedName] = entry
 	n.mu.Unlock()
 	return reconcile.Result{}, nil
 }
@@ -144,18 +174,19 @@ func waitsForKueue(pod *corev1.Pod) bool {
 
 // hasWorkload: a Workload of the pod's namespace is owned by the pod (false
 // without Kueue's API).
-func (n *NotQueued) hasWorkload(ctx context.Context, pod *corev1.Pod) (bool, error) {
+func (n *NotQueued) hasWorkload(ctx context.Context, namespace string, uid types.UID) (bool, error) {
 	if !n.kueue {
 		return false, nil
 	}
 	wls := &unstructured.UnstructuredList{}
 	wls.SetGroupVersionKind(WorkloadKind.GroupVersion().WithKind("WorkloadList"))
-	if err := n.client.List(ctx, wls, client.InNamespace(pod.Namespace)); err != nil {
+	// Read only: the cache's own objects, not a copy of each (see Controller.standing).
+	if err := n.client.List(ctx, wls, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	for _, wl := range wls.Items {
 		for _, o := range wl.GetOwnerReferences() {
-			if o.UID == pod.UID {
+			if o.UID == uid {
 				return true, nil
 			}
 		}

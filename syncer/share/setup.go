@@ -26,16 +26,15 @@ const ControllerName = "gpuvc-share"
 // of its pods goes (quota frees), when its ResourceQuota changes and when a
 // node's list of unhealthy GPUs changes (every team: rare). The controller reads
 // what it decides on from the API server, so the cache only has to wake it:
-// quotas and nodes are watched metadata-only; pods through the manager's one
-// pod informer (which the manager trims to little more than metadata), so the
-// host's pods are listed and watched once, not once per view.
+// pods, quotas and nodes are watched metadata-only (the manager's other pod
+// readers share that one metadata informer).
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Namespace{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[contract.LabelTeam] != ""
 		}))).
-		Watches(&corev1.Pod{}, c.podHandler()).
+		WatchesMetadata(&corev1.Pod{}, c.podHandler()).
 		WatchesMetadata(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(namespaceOf)).
 		WatchesMetadata(&corev1.Node{}, c.nodeHealthHandler(mgr.GetClient())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).

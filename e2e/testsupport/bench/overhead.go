@@ -63,9 +63,11 @@ func WebhookOverhead(ctx context.Context, b *testing.B, c kubernetes.Interface, 
 }
 
 // Throughput creates pods from clients concurrent clients, each with its own
-// connection and no client-side rate limit, with the webhook off then on (b.N
-// rounds of perRound pods per mode): pods/s of each and their ratio, and with
-// costs (nil: none) what each mode cost per pod and where the time went.
+// connection and no client-side rate limit, with the webhook off and on (b.N
+// rounds of perRound pods per mode, each round in halves ordered off, on, on,
+// off, so that a drift of the machine's load during the round weighs on both
+// modes alike): pods/s of each and their ratio, and with costs (nil: none)
+// what each mode cost per pod and where the time went.
 func Throughput(ctx context.Context, b *testing.B, newClient func() kubernetes.Interface, sw *WebhookSwitch, clients, perRound int, costs *Costs) {
 	tmpl, err := sw.Template(ctx)
 	if err != nil {
@@ -79,21 +81,31 @@ func Throughput(ctx context.Context, b *testing.B, newClient func() kubernetes.I
 	var onTime, offTime time.Duration
 	var onCost, offCost CostDelta
 	b.ResetTimer()
+	var current *bool // the webhook's state, once set
 	for round := range b.N {
-		for _, mode := range []bool{false, true} {
+		for half, mode := range []bool{false, true, true, false} {
+			n := perRound / 2
+			if half >= 2 {
+				n = perRound - n
+			}
 			b.StopTimer()
-			switchTo(ctx, b, sw, mode)
+			if current == nil || *current != mode {
+				switchTo(ctx, b, sw, mode)
+				current = &mode
+			}
 			b.StartTimer()
 			var d time.Duration
 			cost, name := &offCost, fmt.Sprintf("throughput-%d-off", clients)
 			if mode {
 				cost, name = &onCost, fmt.Sprintf("throughput-%d-on", clients)
 			}
-			costs.measure(ctx, b, cost, name, func() { d = createConcurrently(ctx, b, cs, sw.ns, tmpl, fmt.Sprintf("t%v-%d", mode, round), perRound) })
+			costs.measure(ctx, b, cost, name, func() {
+				d = createConcurrently(ctx, b, cs, sw.ns, tmpl, fmt.Sprintf("t%v-%d-%d", mode, round, half), n)
+			})
 			if mode {
-				onPods, onTime = onPods+perRound, onTime+d
+				onPods, onTime = onPods+n, onTime+d
 			} else {
-				offPods, offTime = offPods+perRound, offTime+d
+				offPods, offTime = offPods+n, offTime+d
 			}
 			b.StopTimer()
 			deleteAll(ctx, b, cs[0], sw.ns)
@@ -101,6 +113,9 @@ func Throughput(ctx context.Context, b *testing.B, newClient func() kubernetes.I
 		}
 	}
 	b.StopTimer()
+	if current != nil && !*current {
+		switchTo(ctx, b, sw, true) // the webhook on again, as the next benchmark expects it
+	}
 	onRate, offRate := float64(onPods)/onTime.Seconds(), float64(offPods)/offTime.Seconds()
 	b.ReportMetric(onRate, "on-pods/s")
 	b.ReportMetric(offRate, "off-pods/s")
