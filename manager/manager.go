@@ -22,12 +22,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/api/scheme"
+	"github.com/gpuvc/gpuvc/api/teamstatus"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/manager/accounting"
 	"github.com/gpuvc/gpuvc/manager/idle"
@@ -145,6 +148,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		return nil, err
 	}
 	if err := installCELFence(ctx, cfg, self, opts.KueueUsers); err != nil {
+		return nil, err
+	}
+	// Status written by an older gpuvc goes to its owners once, from the API
+	// server: the cache strips managedFields, so the writers cannot see it.
+	if err := mgr.Add(upgradeTeamStatus(mgr)); err != nil {
 		return nil, err
 	}
 	opts.Team.SystemPool = opts.SystemPool
@@ -318,4 +326,21 @@ func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
 		return "", fmt.Errorf("finding the manager's own user (SelfSubjectReview): %w", err)
 	}
 	return r.Status.UserInfo.Username, nil
+}
+
+// upgradeTeamStatus hands Team status fields that Update operations co-own
+// (written before api/teamstatus) to their owners, once, on the leader.
+func upgradeTeamStatus(mgr ctrl.Manager) manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		n, err := teamstatus.UpgradeAll(ctx, mgr.GetAPIReader(), mgr.GetClient())
+		if err != nil {
+			// Not fatal: the writers keep working; a field they stop writing stays until the next start.
+			log.FromContext(ctx).Error(err, "upgrading Team status written by an older gpuvc")
+			return nil
+		}
+		if n > 0 {
+			log.FromContext(ctx).Info("Team status written by an older gpuvc handed to its owners", "teams", n)
+		}
+		return nil
+	})
 }

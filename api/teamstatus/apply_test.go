@@ -274,3 +274,35 @@ func TestUpgradeFromAStaleReadWritesOverNothing(t *testing.T) {
 	require.Nil(t, got.Status.Idle)
 	require.Empty(t, updateEntries(got))
 }
+
+// TestUpgradeAllFromTheAPIServer: the manager's cache strips managedFields, so
+// a Writer handed a cached Team never sees the old Update entries; UpgradeAll,
+// run at start from the API server, hands them to their owners. A Team written
+// the new way only is left alone.
+func TestUpgradeAllFromTheAPIServer(t *testing.T) {
+	ctx := integration(t)
+	newTeam(ctx, t, "old-a")
+	newTeam(ctx, t, "old-b")
+	fresh := newTeam(ctx, t, "fresh")
+	writeTheOldWay(ctx, t, "old-a")
+	writeTheOldWay(ctx, t, "old-b")
+	apply(ctx, t, teamstatus.Reconciler, fresh, func(tm *gpuvcv1.Team) {
+		set(tm, gpuvcv1.ConditionReady, metav1.ConditionFalse, "ControlPlaneStarting")
+	})
+	freshRV := read(ctx, t, "fresh").ResourceVersion
+
+	n, err := teamstatus.UpgradeAll(ctx, c, c)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	for _, name := range []string{"old-a", "old-b"} {
+		got := read(ctx, t, name)
+		require.Empty(t, updateEntries(got), "%s keeps Update entries", name)
+		require.Equal(t, "True Asleep", conditions(got)[gpuvcv1.ConditionAsleep], "%s lost a field in the upgrade", name)
+		require.Equal(t, metav1.ManagedFieldsOperationApply, statusManagers(got)[teamstatus.Idle.Manager()])
+	}
+	require.Equal(t, freshRV, read(ctx, t, "fresh").ResourceVersion, "a Team with nothing to upgrade was written")
+
+	n, err = teamstatus.UpgradeAll(ctx, c, c)
+	require.NoError(t, err)
+	require.Zero(t, n, "a second run found something to upgrade")
+}

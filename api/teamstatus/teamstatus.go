@@ -82,7 +82,8 @@ type Writer struct {
 }
 
 // Writer returns a Writer of o's part of the Team read (from a cache or the API
-// server: either is safe, o writes only its own fields).
+// server: either is safe, o writes only its own fields). A Team read from a
+// cache that strips managedFields is not upgraded here: UpgradeAll does that.
 func (o Owner) Writer(c client.Client, read *gpuvcv1.Team) *Writer {
 	return &Writer{owner: o, client: c, last: o.part(&read.Status), read: read.DeepCopy()}
 }
