@@ -46,6 +46,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
+	"github.com/gpuvc/gpuvc/manager/accounting"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/vclusters"
@@ -555,6 +556,8 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		Team: team.Options{
 			Chart: src, Persistence: vclusters.Persistence{Ephemeral: true}, WaitInterval: 300 * time.Millisecond,
 		},
+		// The ledgers in the release namespace, as the chart's POD_NAMESPACE sets it.
+		Accounting: accounting.Options{Namespace: testNamespace, Interval: time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -666,6 +669,17 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		t.Errorf("leader-election lease %s: %v %+v", LeaderElectionID, err, lease)
 	}
 
+	// The team's GPU-time ledger, written in the release namespace.
+	ledger := func(ok func(*corev1.ConfigMap) bool) error {
+		return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			cm, err := host.Client.CoreV1().ConfigMaps(testNamespace).Get(ctx, accounting.LedgerName(tm.Name, tm.UID), metav1.GetOptions{})
+			return err == nil && ok(cm), client.IgnoreNotFound(err)
+		})
+	}
+	if err := ledger(func(*corev1.ConfigMap) bool { return true }); err != nil {
+		t.Errorf("GPU-time ledger of team fraud in %s: %v", testNamespace, err)
+	}
+
 	// Deletion: Helm uninstall and the namespace, as the ServiceAccount.
 	if err := c.Delete(ctx, tm); err != nil {
 		t.Fatal(err)
@@ -686,6 +700,10 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		if _, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s %s after the team's deletion: %v", u.GetKind(), u.GetName(), err)
 		}
+	}
+	// Its ledger stays, marked deleted.
+	if err := ledger(func(cm *corev1.ConfigMap) bool { return cm.Annotations[accounting.AnnotationDeletedAt] != "" }); err != nil {
+		t.Errorf("GPU-time ledger of deleted team fraud not kept and marked deleted: %v", err)
 	}
 }
 
