@@ -30,6 +30,7 @@ import (
 // nothing prepares the devices).
 const (
 	draTeam    = "dra"
+	draTeam2   = "dra2"
 	draNS      = "team-" + draTeam
 	draDriver  = "test.gpuvc.dev"
 	draClass   = "gpu." + draDriver
@@ -64,8 +65,10 @@ func draTenant(t *testing.T) kubernetes.Interface {
 
 func setUpDRA(ctx context.Context) (kubernetes.Interface, error) {
 	c := env.cp.Client
-	if err := env.cp.WaitForServiceAccount(ctx, draNS, "default"); err != nil {
-		return nil, err
+	for _, ns := range []string{draNS, "team-" + draTeam2} {
+		if err := env.cp.WaitForServiceAccount(ctx, ns, "default"); err != nil {
+			return nil, err
+		}
 	}
 	for _, class := range []string{draClass, otherClass} {
 		if _, err := c.ResourceV1().DeviceClasses().Create(ctx, &resourcev1.DeviceClass{
@@ -102,7 +105,7 @@ func setUpDRA(ctx context.Context) (kubernetes.Interface, error) {
 		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims", "resourceclaimtemplates"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims/status"}, Verbs: []string{"update", "patch"}},
 	}
-	for _, team := range []string{draTeam, "fraud"} {
+	for _, team := range []string{draTeam, draTeam2, "fraud"} {
 		ns := "team-" + team
 		if _, err := c.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vcluster-dra"}, Rules: rules}, metav1.CreateOptions{}); err != nil {
 			return nil, err
@@ -342,4 +345,75 @@ func grantClaimBinding(ctx context.Context, user string) error {
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 	}, metav1.CreateOptions{})
 	return err
+}
+
+// TestDRATwoTeamsNeverShareADevice: two spec.dra teams of pool a100 each get
+// one of a100-0's two devices, never the same one; a third pod then finds
+// none left in its pool (h100-0's are another pool's) and stays unscheduled,
+// its claim unallocated.
+func TestDRATwoTeamsNeverShareADevice(t *testing.T) {
+	localcp.ForTest(t)
+	ctx := poll.TestContext(t)
+	draTenant(t)
+	allocated := map[string]string{} // team → pool/device
+	for _, team := range []string{draTeam, draTeam2} {
+		ns := "team-" + team
+		writer, err := impersonate(env.cp.Config, vclusterUser(team))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := writer.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, testobj.ClaimSpec().Devices("gpu", draClass, 1).Template("share-test", ns), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("team %s's claim template refused: %v", team, err)
+		}
+		t.Cleanup(func() {
+			_ = env.cp.Client.ResourceV1().ResourceClaimTemplates(ns).Delete(context.Background(), "share-test", metav1.DeleteOptions{})
+		})
+		pod, err := create(ctx, t, team, testobj.Pod("share-"+team, "default").ResourceClaim("gpu", "share-test").Obj())
+		if err != nil {
+			t.Fatalf("team %s's DRA pod refused: %v", team, err)
+		}
+		claim := allocatedClaim(ctx, t, ns, pod.Name)
+		r := claim.Status.Allocation.Devices.Results[0]
+		allocated[team] = r.Pool + "/" + r.Device
+	}
+	if allocated[draTeam] == allocated[draTeam2] || !strings.HasPrefix(allocated[draTeam], "a100-0/") || !strings.HasPrefix(allocated[draTeam2], "a100-0/") {
+		t.Fatalf("devices %v: want two different devices of a100-0", allocated)
+	}
+	pod, err := create(ctx, t, draTeam2, testobj.Pod("share-third", "default").ResourceClaim("gpu", "share-test").Obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.UntilSeen(ctx, t, time.Minute, "the third pod unschedulable", func(ctx context.Context) (bool, string, error) {
+		p, err := env.cp.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if p.Spec.NodeName != "" {
+			t.Fatalf("the third pod was bound to %s with a device of another team or pool", p.Spec.NodeName)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("conditions %+v", p.Status.Conditions), nil
+	})
+}
+
+// allocatedClaim waits until the pod's first claim is allocated and returns it.
+func allocatedClaim(ctx context.Context, t *testing.T, ns, pod string) *resourcev1.ResourceClaim {
+	t.Helper()
+	var claim *resourcev1.ResourceClaim
+	poll.UntilSeen(ctx, t, time.Minute, "pod "+ns+"/"+pod+"'s claim allocated", func(ctx context.Context) (bool, string, error) {
+		p, err := env.cp.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil || len(p.Status.ResourceClaimStatuses) == 0 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+			return false, fmt.Sprintf("pod %v, claim statuses %+v", err, p.Status.ResourceClaimStatuses), nil
+		}
+		claim, err = env.cp.Client.ResourceV1().ResourceClaims(ns).Get(ctx, *p.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+		if err != nil || claim.Status.Allocation == nil {
+			return false, fmt.Sprintf("claim %v", err), nil
+		}
+		return true, "", nil
+	})
+	return claim
 }

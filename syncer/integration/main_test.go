@@ -70,6 +70,11 @@ var teams = map[string]syncer.TeamPolicy{
 		PoolGPUProduct: nodepool.ProductA100_80GB, MaxGPUsPerPod: 2, VClusterName: draTeam,
 		DRA: true, AllowedDeviceClasses: []string{draClass}, GPUCeiling: draCeiling,
 	},
+	// Another spec.dra team in the same pool, without a quota.
+	draTeam2: {
+		PoolGPUProduct: nodepool.ProductA100_80GB, MaxGPUsPerPod: 2, VClusterName: draTeam2,
+		DRA: true, AllowedDeviceClasses: []string{draClass},
+	},
 }
 
 func TestMain(m *testing.M) {
