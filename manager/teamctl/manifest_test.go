@@ -55,7 +55,7 @@ func TestDecodeTeamsNamesFieldAndValue(t *testing.T) {
 		"not an object": {"- a\n- b\n", []string{"fraud.yaml: document 1 is a list, not a Team object"}},
 		"dra class typo": {teamHeader + "spec: {pool: a100, quota: {}, dra: {deviceClass: [gpu.nvidia.com]}}\n",
 			[]string{"spec.dra.deviceClass: unknown field; did you mean deviceClasses?"}},
-		"no name":       {"apiVersion: gpuvc.dev/v1alpha1\nkind: Team\nspec: {pool: a}\n", []string{"fraud.yaml: document 1: metadata.name is required"}},
+		"no name": {"apiVersion: gpuvc.dev/v1alpha1\nkind: Team\nspec: {pool: a}\n", []string{"fraud.yaml: document 1: metadata.name is required"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
