@@ -18,6 +18,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,6 +80,7 @@ func TestInstall(t *testing.T) {
 	t.Run("manager runs as its ServiceAccount", func(t *testing.T) { runManagerAsServiceAccount(ctx, t) })
 
 	t.Run("real nodes need vcluster.syncRealNodes", func(t *testing.T) { checkRealNodes(ctx, t, h) })
+	t.Run("DRA teams need vcluster.dra", func(t *testing.T) { checkDRA(ctx, t, h) })
 
 	rel = h.upgrade(ctx, t, "certManager: {enabled: false}")
 	t.Run("self-managed certificates", func(t *testing.T) {
@@ -792,5 +794,52 @@ func checkRealNodes(ctx context.Context, t *testing.T, h *helmClient) {
 	}
 	if _, err := host.Client.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("vCluster's ClusterRoleBinding after uninstall: %v", err)
+	}
+}
+
+// checkDRA: a spec.dra team's vCluster syncs claims, so vCluster's chart
+// brings a Role granting them and a ClusterRole reading DeviceClasses. Without
+// vcluster.dra Helm, as the manager, is refused them; with it the manager
+// holds what both grant and installs and removes them.
+func checkDRA(ctx context.Context, t *testing.T, h *helmClient) {
+	const ns = "team-dra"
+	if _, err := host.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = host.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	}()
+	src, err := vclusterstest.ChartSource(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc, err := vclusters.New(saConfig(ctx, t, ManagerServiceAccount, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := vclusters.Spec{
+		Name: "dra", Namespace: ns, Pool: "a100", KubeconfigServer: "https://dra." + ns + ".svc",
+		Chart: src, Persistence: vclusters.Persistence{Ephemeral: true}, DRA: true,
+	}
+	if _, err := vc.Apply(ctx, spec); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("vCluster of a spec.dra team without vcluster.dra: %v, want a refusal (forbidden)", err)
+	}
+	h.upgrade(ctx, t, "vcluster: {dra: true}")
+	var applyErr error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, applyErr = vc.Apply(ctx, spec)
+		return applyErr == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("vCluster of a spec.dra team with vcluster.dra: %v", applyErr)
+	}
+	name := "vc-dra-v-" + ns
+	if cr, err := host.Client.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Errorf("vCluster's ClusterRole: %v", err)
+	} else if !slices.ContainsFunc(cr.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "deviceclasses") }) {
+		t.Errorf("vCluster's ClusterRole reads no DeviceClasses: %+v", cr.Rules)
+	}
+	if err := vc.Uninstall(ctx, spec); err != nil {
+		t.Fatalf("uninstall as the manager: %v", err)
 	}
 }

@@ -154,6 +154,8 @@ agent:
   devicePlugin: {enabled: true}`,
 	"real nodes": `
 vcluster: {syncRealNodes: true}`,
+	"dra": `
+vcluster: {dra: true}`,
 	"platform vCluster values": `
 vcluster:
   values:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -167,6 +168,16 @@ func (a *Accountant) sampleTeam(ctx context.Context, t *gpuvcv1.Team, nodes map[
 		return err
 	}
 	rates := TeamRates(pods.Items, nodes, t.Spec.Pool)
+	if t.Spec.DRA != nil {
+		// Uncached as the pods: only spec.dra teams' claims are read.
+		claims := &resourcev1.ResourceClaimList{}
+		if err := a.reader.List(ctx, claims, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for k, v := range DRARates(pods.Items, claims.Items, nodes, t.Spec.Pool) {
+			rates[k] += v
+		}
+	}
 
 	a.mu.Lock()
 	tl := a.ledgers[t.Name]
