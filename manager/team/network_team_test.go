@@ -295,3 +295,54 @@ func TestTeamPoliciesNarrowTheNamespaceAllowance(t *testing.T) {
 		return n == len(in), fmt.Sprintf("%d ingress allowances, want %d", n, len(in))
 	})
 }
+
+// TestDefaultDenyOffRemovesGpuvcPolicies: a Team that turns default deny off
+// loses every policy gpuvc wrote, the allowances included, and the condition
+// says the team's policies now apply alone.
+func TestDefaultDenyOffRemovesGpuvcPolicies(t *testing.T) {
+	ctx := integration(t)
+	const name, hostNS = "opened", "team-opened"
+	createTeam(ctx, t, testobj.Team(name, "a100").GPUs(1).Obj())
+	gpuvcPolicies := func(ctx context.Context) ([]string, error) {
+		list := &networkingv1.NetworkPolicyList{}
+		if err := c.List(ctx, list, client.InNamespace(hostNS), client.MatchingLabels{team.LabelManagedBy: "gpuvc"}); err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, p := range list.Items {
+			names = append(names, p.Name)
+		}
+		slices.Sort(names)
+		return names, nil
+	}
+	eventually(ctx, t, "gpuvc's policies", func(ctx context.Context) (bool, string) {
+		names, err := gpuvcPolicies(ctx)
+		want := []string{team.NetworkPolicyName, team.DNSPolicyName, team.NamespaceAllowPrefix + "-egress-0",
+			team.NamespaceAllowPrefix + "-ingress-0", team.ReservationPolicyName, team.ControlPlanePolicyName}
+		slices.Sort(want)
+		return err == nil && slices.Equal(want, names), fmt.Sprint(names, err)
+	})
+
+	tm := &gpuvcv1.Team{}
+	require.NoError(t, c.Get(ctx, ns(name), tm))
+	orig := tm.DeepCopy()
+	off := false
+	tm.Spec.Network = &gpuvcv1.Network{DefaultDeny: &off}
+	require.NoError(t, c.Patch(ctx, tm, client.MergeFrom(orig)))
+	eventually(ctx, t, "no policy of gpuvc's left", func(ctx context.Context) (bool, string) {
+		names, err := gpuvcPolicies(ctx)
+		return err == nil && len(names) == 0, fmt.Sprint(names, err)
+	})
+	eventually(ctx, t, "NetworkPoliciesHonored NoDefaultDeny", func(ctx context.Context) (bool, string) {
+		got := &gpuvcv1.Team{}
+		if err := c.Get(ctx, ns(name), got); err != nil {
+			return false, err.Error()
+		}
+		cond := apimeta.FindStatusCondition(got.Status.Conditions, gpuvcv1.ConditionNetworkPoliciesHonored)
+		if cond == nil {
+			return false, "not reported"
+		}
+		return cond.Status == metav1.ConditionTrue && cond.Reason == team.ReasonNoDefaultDeny &&
+			strings.Contains(cond.Message, "spec.network.defaultDeny is false"), cond.Reason + ": " + cond.Message
+	})
+}
