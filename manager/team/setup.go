@@ -28,11 +28,11 @@ import (
 // SetupWithManager registers the reconciler: Teams, the host objects they own (a
 // change or deletion by hand wakes the Team and is repaired), the vCluster
 // control planes in team namespaces (readiness changes), and vCluster's copies
-// of the teams' NetworkPolicies (gpuvc's allowance follows them). Options.Workers Teams
-// are reconciled at once: every step reads and writes only its own Team's
-// objects (shared ones, a pool's Kueue ResourceFlavors, are applied whole and
-// identically by each of its teams), and the vCluster client is safe for
-// concurrent use.
+// of the teams' NetworkPolicies (gpuvc's allowance follows them).
+// Options.Workers Teams are reconciled at once: every step reads and writes
+// only its own Team's objects (shared ones, a pool's Kueue ResourceFlavors, are
+// applied whole and identically by each of its teams), and the vCluster client
+// is safe for concurrent use.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
 	// Kueue objects of queueing teams, if Kueue is installed now (installed later:
