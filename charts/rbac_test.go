@@ -234,17 +234,32 @@ func rotatorNeeds() []request {
 	return out
 }
 
-// realNodesOnly are requests the manager needs only with --sync-real-nodes, to
-// install vCluster's ClusterRole (which grants these reads) and binding.
-func realNodesOnly() []request {
-	const why = "vCluster's ClusterRole with --sync-real-nodes"
+// clusterRBACNeeds are requests the manager needs only when vCluster's chart adds
+// a ClusterRole and binding per team (--sync-real-nodes or vcluster.dra), which
+// Helm creates and removes as the manager.
+func clusterRBACNeeds() []request {
+	const why = "vCluster's ClusterRole with --sync-real-nodes or vcluster.dra"
 	return concatRequests(
 		verbs([]string{"get", "create", "patch", "update", "delete"}, "rbac.authorization.k8s.io", "clusterroles", "", why),
 		verbs([]string{"get", "create", "patch", "update", "delete"}, "rbac.authorization.k8s.io", "clusterrolebindings", "", why),
+	)
+}
+
+// realNodesOnly are the reads vCluster's ClusterRole grants with
+// --sync-real-nodes, which the manager must hold to create it.
+func realNodesOnly() []request {
+	const why = "vCluster's ClusterRole with --sync-real-nodes"
+	return concatRequests(
 		verbs([]string{"get", "list", "watch"}, "", "nodes/status", "", why),
 		verbs([]string{"get"}, "", "nodes/proxy", "", why),
 		verbs([]string{"get"}, "", "nodes/stats", "", why),
 	)
+}
+
+// draOnly are the reads vCluster's ClusterRole grants a spec.dra team's syncer
+// (the host's DeviceClasses), which the manager must hold to create it.
+func draOnly() []request {
+	return verbs([]string{"get", "list", "watch"}, "resource.k8s.io", "deviceclasses", "", "vCluster's ClusterRole with vcluster.dra")
 }
 
 // managerMustNot are requests no value set may allow.
@@ -288,12 +303,24 @@ func TestManagerRBAC(t *testing.T) {
 			} else if allows(g.in(testNamespace), "create", "coordination.k8s.io", "leases", "") {
 				t.Error("leases granted without leader election")
 			}
-			if slices.Contains(c.Args, "--sync-real-nodes") {
-				needs = append(needs, realNodesOnly()...)
-			} else {
-				for _, r := range realNodesOnly() {
+			realNodes := slices.Contains(c.Args, "--sync-real-nodes")
+			dra := strings.Contains(values, "dra: true")
+			for _, set := range []struct {
+				on     bool
+				what   string
+				grants []request
+			}{
+				{realNodes || dra, "--sync-real-nodes or vcluster.dra", clusterRBACNeeds()},
+				{realNodes, "--sync-real-nodes", realNodesOnly()},
+				{dra, "vcluster.dra", draOnly()},
+			} {
+				if set.on {
+					needs = append(needs, set.grants...)
+					continue
+				}
+				for _, r := range set.grants {
 					if allows(g.in(r.namespace), r.verb, r.group, r.resource, r.name) {
-						t.Errorf("without --sync-real-nodes the manager still may %s", r)
+						t.Errorf("without %s the manager still may %s", set.what, r)
 					}
 				}
 			}
