@@ -180,6 +180,7 @@ manager:
   controlPlanePool: system
   systemPool: system
   kueueUsers: ["system:serviceaccount:kueue:kueue", "admin:kueue"]
+  usageHistoryPools: [a100, h100]
   notQueuedAfter: 2m
   priorityClassName: platform-critical
   nodeSelector: {gpuvc.dev/pool: system}
