@@ -124,6 +124,9 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 	if err := checkKubeAPILimit(f.kubeAPIQPS, f.kubeAPIBurst); err != nil {
 		return err
 	}
+	if err := checkUsageHistoryPools(f.usageHistoryPools); err != nil {
+		return err
+	}
 	cfg, err := globals.RESTConfig()
 	if err != nil {
 		return err
