@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
@@ -18,8 +21,9 @@ import (
 
 // The usage-history pools of the package's manager (historyPools).
 const (
-	poolHistoryTest  = "hist"
-	poolHistoryBench = "fairh"
+	poolHistoryTest    = "hist"
+	poolHistoryMembers = "histm"
+	poolHistoryBench   = "fairh"
 )
 
 // waitLocalQueueActive waits until the team's LocalQueue is Active (Kueue found
@@ -116,4 +120,87 @@ func TestUsageHistoryAdmitsTheLighterUsedTeamFirst(t *testing.T) {
 	// The next GPU to free goes to heavy's waiting pod: nobody else waits.
 	complete(ctx, t, "hheavy", "h-2")
 	waitAdmitted(ctx, t, "hheavy", false, "h-3")
+}
+
+// sharedQueueOf describes a usage-history pool's ClusterQueue as "<GPU quota>
+// owners=<Teams> namespaces=<selected>", or "gone".
+func sharedQueueOf(ctx context.Context, t *testing.T, pool string) (string, error) {
+	cq, err := kueueObject(ctx, "ClusterQueue", "", teamqueue.PoolClusterQueueName(pool))
+	if apierrors.IsNotFound(err) {
+		return "gone", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var owners []string
+	for _, o := range cq.GetOwnerReferences() {
+		owners = append(owners, o.Name)
+	}
+	exprs, _, _ := unstructured.NestedSlice(cq.Object, "spec", "namespaceSelector", "matchExpressions")
+	var namespaces []any
+	if len(exprs) == 1 {
+		namespaces, _, _ = unstructured.NestedSlice(exprs[0].(map[string]any), "values")
+	}
+	return fmt.Sprintf("%s owners=%v namespaces=%v", quotas(t, cq)[teamqueue.FlavorName(pool, "")+"/"+contract.ResourceGPU], owners, namespaces), nil
+}
+
+// waitSharedQueue waits until the pool's ClusterQueue is as want (sharedQueueOf).
+func waitSharedQueue(ctx context.Context, t *testing.T, pool, want string) {
+	t.Helper()
+	poll.UntilSeen(ctx, t, 3*time.Minute, "the ClusterQueue of pool "+pool+": "+want, func(ctx context.Context) (bool, string, error) {
+		got, err := sharedQueueOf(ctx, t, pool)
+		return got == want, got, err
+	})
+}
+
+// TestUsageHistoryPoolQueueFollowsItsTeams: the pool's shared ClusterQueue is
+// its queueing teams' (quota, owners, namespaces) as they come, stop queueing
+// and go; the garbage collector's dropping a deleted Team's reference wakes the
+// others, and the last one's deletion takes the ClusterQueue with it.
+func TestUsageHistoryPoolQueueFollowsItsTeams(t *testing.T) {
+	ctx := integration(t)
+	pool := poolHistoryMembers
+	createTeam(ctx, t, testobj.Team("hm1", pool).GPUs(1).Queued().Obj())
+	createTeam(ctx, t, testobj.Team("hm2", pool).GPUs(2).Queued().Weight(3).Obj())
+	waitSharedQueue(ctx, t, pool, "3 0 - owners=[hm1 hm2] namespaces=[team-hm1 team-hm2]")
+	waitLocalQueueActive(ctx, t, "hm2", teamqueue.PoolClusterQueueName(pool))
+
+	setQueueing := func(name string, q *gpuvcv1.Queueing) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			tm := &gpuvcv1.Team{}
+			if err := c.Get(ctx, types.NamespacedName{Name: name}, tm); err != nil {
+				return err
+			}
+			tm.Spec.Queueing = q
+			return c.Update(ctx, tm)
+		}); err != nil {
+			t.Fatalf("setting spec.queueing of %s: %v", name, err)
+		}
+	}
+	setQueueing("hm2", nil)
+	waitSharedQueue(ctx, t, pool, "1 0 - owners=[hm1] namespaces=[team-hm1]")
+	poll.Until(ctx, t, time.Minute, "hm2's LocalQueue removed", func(ctx context.Context) (bool, error) {
+		_, err := kueueObject(ctx, "LocalQueue", gpuvcv1.HostNamespace("hm2"), contract.KueueLocalQueueName)
+		return apierrors.IsNotFound(err), nil
+	})
+	setQueueing("hm2", &gpuvcv1.Queueing{})
+	waitSharedQueue(ctx, t, pool, "3 0 - owners=[hm1 hm2] namespaces=[team-hm1 team-hm2]")
+
+	removeTeamT(ctx, t, "hm1")
+	waitSharedQueue(ctx, t, pool, "2 0 - owners=[hm2] namespaces=[team-hm2]")
+	removeTeamT(ctx, t, "hm2")
+	waitSharedQueue(ctx, t, pool, "gone")
+}
+
+// removeTeamT deletes a Team and waits until it is gone.
+func removeTeamT(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	if err := c.Delete(ctx, testobj.Team(name, "").Obj()); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	poll.Until(ctx, t, 3*time.Minute, "team "+name+" gone", func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, types.NamespacedName{Name: name}, &gpuvcv1.Team{})
+		return apierrors.IsNotFound(err), nil
+	})
 }

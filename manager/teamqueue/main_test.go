@@ -74,8 +74,8 @@ func startKueue(ctx context.Context, log io.Writer) (*localkueue.Kueue, error) {
 var usageHistory = localkueue.UsageHistory{HalfLife: 30 * time.Second, SamplingInterval: time.Second}
 
 // historyPools share their GPUs by usage history (one ClusterQueue per pool):
-// the test's and the benchmark's.
-var historyPools = []string{poolHistoryTest, poolHistoryBench}
+// the tests' and the benchmark's.
+var historyPools = []string{poolHistoryTest, poolHistoryMembers, poolHistoryBench}
 
 // notQueuedAfter is the manager's grace period before it tells a pod Kueue
 // never took (NotQueued): long enough for Kueue to make a Workload on a loaded
