@@ -27,11 +27,11 @@ func (r *Reconciler) ensureQueue(ctx context.Context, t *gpuvcv1.Team) error {
 	// A LocalQueue pointing at the pool's shared ClusterQueue, from when the
 	// pool shared one, goes (spec.clusterQueue is immutable); so does the shared
 	// ClusterQueue.
-	if q := t.Status.Queue; q != nil && q.ClusterQueue == teamqueue.PoolClusterQueueName(t.Spec.Pool) {
-		if err := r.deleteKueue(ctx, "LocalQueue", contract.KueueLocalQueueName, gpuvcv1.HostNamespace(t.Name)); err != nil {
+	if t.Spec.Queueing != nil {
+		if err := r.dropLocalQueueUnless(ctx, t, teamqueue.ClusterQueueName(t.Name)); err != nil {
 			return err
 		}
-		if err := r.deleteKueue(ctx, "ClusterQueue", q.ClusterQueue, ""); err != nil {
+		if err := r.deleteKueueIfExists(ctx, "ClusterQueue", teamqueue.PoolClusterQueueName(t.Spec.Pool), ""); err != nil {
 			return err
 		}
 	}

@@ -42,17 +42,18 @@ func (r *Reconciler) ensureSharedQueue(ctx context.Context, t *gpuvcv1.Team) err
 	if err != nil {
 		return err
 	}
-	// The team's own ClusterQueue from before its pool shared one, and a
-	// LocalQueue pointing at it (spec.clusterQueue is immutable) go.
-	if t.Status.Queue != nil && t.Status.Queue.ClusterQueue == teamqueue.ClusterQueueName(t.Name) {
-		if err := r.deleteKueue(ctx, "ClusterQueue", teamqueue.ClusterQueueName(t.Name), ""); err != nil {
-			return err
-		}
+	// The team's own ClusterQueue from before its pool shared one goes, and so
+	// does a LocalQueue pointing elsewhere (Kueue keeps spec.clusterQueue
+	// immutable) or of a team that stopped queueing.
+	if err := r.deleteKueueIfExists(ctx, "ClusterQueue", teamqueue.ClusterQueueName(t.Name), ""); err != nil {
+		return err
 	}
-	if objs == nil || objs.LocalQueue == nil || t.Status.Queue != nil && t.Status.Queue.ClusterQueue != teamqueue.PoolClusterQueueName(pool) {
-		if err := r.deleteKueue(ctx, "LocalQueue", contract.KueueLocalQueueName, gpuvcv1.HostNamespace(t.Name)); err != nil {
-			return err
-		}
+	target := ""
+	if objs != nil && objs.LocalQueue != nil {
+		target = teamqueue.PoolClusterQueueName(pool)
+	}
+	if err := r.dropLocalQueueUnless(ctx, t, target); err != nil {
+		return err
 	}
 	if objs == nil {
 		return r.deleteKueue(ctx, "ClusterQueue", teamqueue.PoolClusterQueueName(pool), "")
@@ -94,6 +95,48 @@ func (r *Reconciler) ensureSharedQueue(ctx context.Context, t *gpuvcv1.Team) err
 		APIVersion: gpuvcv1.GroupVersion.String(), Kind: "Team", Name: t.Name, UID: t.UID, Controller: new(true),
 	}})
 	return r.applyKueue(ctx, lq)
+}
+
+// dropLocalQueueUnless deletes the team's LocalQueue unless it points at
+// clusterQueue ("": in any case). Read from the cache: no request when there is
+// nothing to do.
+func (r *Reconciler) dropLocalQueueUnless(ctx context.Context, t *gpuvcv1.Team, clusterQueue string) error {
+	lq := &unstructured.Unstructured{}
+	lq.SetGroupVersionKind(teamqueue.LocalQueueKind)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: gpuvcv1.HostNamespace(t.Name), Name: contract.KueueLocalQueueName}, lq)
+	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cq, _, _ := unstructured.NestedString(lq.Object, "spec", "clusterQueue"); clusterQueue != "" && cq == clusterQueue {
+		return nil
+	}
+	// Only the object the cache showed: one made anew since has another UID.
+	uid := lq.GetUID()
+	err = r.client.Delete(ctx, lq, client.Preconditions{UID: &uid})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// deleteKueueIfExists deletes a Kueue object the cache has.
+func (r *Reconciler) deleteKueueIfExists(ctx context.Context, kind, name, namespace string) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(teamqueue.GroupVersion.WithKind(kind))
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if u.GetDeletionTimestamp() != nil {
+		return nil // Kueue's finalizer holds it while its admitted pods run
+	}
+	return r.deleteKueue(ctx, kind, name, namespace)
 }
 
 // deleteKueue deletes a Kueue object if it exists.

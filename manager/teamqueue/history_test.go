@@ -24,6 +24,9 @@ const (
 	poolHistoryTest    = "hist"
 	poolHistoryMembers = "histm"
 	poolHistoryBench   = "fairh"
+	// poolSwitched is not among them: TestPoolSwitchesToUsageHistory restarts
+	// the manager with it added.
+	poolSwitched = "histsw"
 )
 
 // waitLocalQueueActive waits until the team's LocalQueue is Active (Kueue found
@@ -203,4 +206,76 @@ func removeTeamT(ctx context.Context, t *testing.T, name string) {
 		err := c.Get(ctx, types.NamespacedName{Name: name}, &gpuvcv1.Team{})
 		return apierrors.IsNotFound(err), nil
 	})
+}
+
+// restartManager stops the package's manager and starts one with pools.
+func restartManager(ctx context.Context, t *testing.T, pools []string) {
+	t.Helper()
+	if err := mgr.Stop(); err != nil {
+		t.Fatalf("stopping the manager: %v", err)
+	}
+	m, err := startManager(ctx, pools)
+	if err != nil {
+		t.Fatalf("starting the manager with usage-history pools %v: %v", pools, err)
+	}
+	mgr = m
+}
+
+// localQueueTarget is the ClusterQueue the team's LocalQueue points at ("" if none).
+func localQueueTarget(ctx context.Context, team string) (string, error) {
+	lq, err := kueueObject(ctx, "LocalQueue", gpuvcv1.HostNamespace(team), contract.KueueLocalQueueName)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	cq, _, _ := unstructured.NestedString(lq.Object, "spec", "clusterQueue")
+	return cq, nil
+}
+
+// TestPoolSwitchesToUsageHistory: a pool's teams with a ClusterQueue each move
+// to the pool's shared one when the manager restarts with the pool in
+// --usage-history-pool (their LocalQueues made anew: Kueue keeps
+// spec.clusterQueue immutable; their own ClusterQueues deleted), and back when
+// it restarts without.
+func TestPoolSwitchesToUsageHistory(t *testing.T) {
+	ctx := integration(t)
+	pool := poolSwitched
+	for _, name := range []string{"sw1", "sw2"} {
+		createTeam(ctx, t, testobj.Team(name, pool).GPUs(1).Queued().Obj())
+		waitActive(ctx, t, name)
+	}
+	expectGPUStanding(ctx, t, "sw1", 0, 0) // the status names the team's own ClusterQueue
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		_ = mgr.Stop()
+		m, err := startManager(ctx, historyPools)
+		if err != nil {
+			t.Errorf("restarting the manager as the other tests expect it: %v", err)
+			return
+		}
+		mgr = m
+	})
+
+	restartManager(ctx, t, append([]string{pool}, historyPools...))
+	waitSharedQueue(ctx, t, pool, "2 0 - owners=[sw1 sw2] namespaces=[team-sw1 team-sw2]")
+	for _, name := range []string{"sw1", "sw2"} {
+		waitLocalQueueActive(ctx, t, name, teamqueue.PoolClusterQueueName(pool))
+		poll.Until(ctx, t, time.Minute, "the ClusterQueue of "+name+" removed", func(ctx context.Context) (bool, error) {
+			_, err := kueueObject(ctx, "ClusterQueue", "", teamqueue.ClusterQueueName(name))
+			return apierrors.IsNotFound(err), nil
+		})
+	}
+
+	restartManager(ctx, t, historyPools)
+	for _, name := range []string{"sw1", "sw2"} {
+		waitActive(ctx, t, name)
+		poll.UntilSeen(ctx, t, time.Minute, "the LocalQueue of "+name+" on its own ClusterQueue", func(ctx context.Context) (bool, string, error) {
+			cq, err := localQueueTarget(ctx, name)
+			return cq == teamqueue.ClusterQueueName(name), cq, err
+		})
+	}
+	waitSharedQueue(ctx, t, pool, "gone")
 }

@@ -23,6 +23,7 @@ var (
 	c     client.Client
 	dc    dynamic.Interface
 	kueue *localkueue.Kueue
+	mgr   *managertest.Manager
 )
 
 // TestMain runs the package against a real control plane with kwok GPU nodes,
@@ -36,15 +37,13 @@ func TestMain(m *testing.M) {
 			return nil, err
 		}
 		kueue = k
-		mgr, err := managertest.StartWith(ctx, cp, managertest.Options{
-			NotQueuedAfter: notQueuedAfter,
-			Team:           team.Options{UsageHistoryPools: historyPools},
-		})
+		m, err := startManager(ctx, historyPools)
 		if err != nil {
 			_ = k.Stop()
 			return nil, err
 		}
-		// kueue, not k: a test may have restarted Kueue.
+		mgr = m
+		// kueue and mgr, not k and m: a test may have restarted either.
 		stop := func() { _ = mgr.Stop(); _ = kueue.Stop() }
 		if c, err = client.New(cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
 			stop()
@@ -56,6 +55,14 @@ func TestMain(m *testing.M) {
 		}
 		return stop, nil
 	}))
+}
+
+// startManager starts the package's manager on host with these usage-history pools.
+func startManager(ctx context.Context, pools []string) (*managertest.Manager, error) {
+	return managertest.StartWith(ctx, host, managertest.Options{
+		NotQueuedAfter: notQueuedAfter,
+		Team:           team.Options{UsageHistoryPools: pools},
+	})
 }
 
 // startKueue starts the package's Kueue on host, with admission fair sharing on
