@@ -75,7 +75,7 @@ func startKueue(ctx context.Context, log io.Writer) (*localkueue.Kueue, error) {
 // not a platform's days, so that a test's past use shows within its run, yet
 // long against the shares benchmark's 3-s jobs (with 10 s the memory is so
 // short that the teams' shares drift towards equal: 0.58 measured for weights
-// 1:2, 0.62 in a simulation of the rule). The one-second sampling writes each
+// 1:2). The one-second sampling writes each
 // LocalQueue's status once a second and after each admission; on a handful of
 // queues that is little against the pods' own writes.
 var usageHistory = localkueue.UsageHistory{HalfLife: 30 * time.Second, SamplingInterval: time.Second}
