@@ -23,7 +23,7 @@ var managerFlags = []string{
 	"--team-server-url", "--control-plane-pool", "--system-pool", "--reserve-image", "--team-workers",
 	"--ephemeral-vclusters", "--sync-real-nodes", "--webhook-cert-secret", "--vcluster-values",
 	"--agent-metrics-port", "--kueue-user", "--not-queued-after", "--vcluster-metrics-proxy",
-	"--accounting-deleted-team-retention",
+	"--usage-history-pool", "--accounting-deleted-team-retention",
 }
 
 const defaultImage = "ghcr.io/gpuvc/gpuvc:0.1.0"
@@ -83,6 +83,7 @@ func TestManagerArgs(t *testing.T) {
 			"--control-plane-pool=system",
 			"--system-pool=system",
 			"--kueue-user=system:serviceaccount:kueue:kueue,admin:kueue",
+			"--usage-history-pool=a100,h100",
 			"--not-queued-after=2m",
 			"--accounting-deleted-team-retention=720h",
 			"--reserve-image=" + defaultImage,

@@ -182,6 +182,7 @@ manager:
   controlPlanePool: system
   systemPool: system
   kueueUsers: ["system:serviceaccount:kueue:kueue", "admin:kueue"]
+  usageHistoryPools: [a100, h100]
   notQueuedAfter: 2m
   deletedTeamRetention: 720h
   priorityClassName: platform-critical

@@ -204,7 +204,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := notQueued.SetupWithManager(mgr, isTeamNamespace); err != nil {
 		return nil, err
 	}
-	if err := metrics.Registry.Register(notQueued); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+	// Its pods are this manager's own: a second manager in one process (tests
+	// that restart it) takes the stopped one's place, whose count stands still.
+	if err := registerReplacing(notQueued); err != nil {
 		return nil, err
 	}
 	// Why a team's claim does not bind, on the claim (vCluster copies its status).
@@ -347,4 +349,16 @@ func upgradeTeamStatus(mgr ctrl.Manager) manager.Runnable {
 		}
 		return nil
 	})
+}
+
+// registerReplacing registers c with controller-runtime's registry in place of
+// an equal collector registered before (by an earlier manager in this process).
+func registerReplacing(c prometheus.Collector) error {
+	err := metrics.Registry.Register(c)
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		metrics.Registry.Unregister(already.ExistingCollector)
+		err = metrics.Registry.Register(c)
+	}
+	return err
 }

@@ -24,7 +24,10 @@ type Queueing struct {
 
 	// Weight is the team's fair-share weight in its pool: idle capacity is shared
 	// among borrowing teams in proportion to it; 0 borrows only what nobody else
-	// wants. Default 1.
+	// wants. Default 1. In a pool that shares its GPUs by usage history (gpuvc
+	// manager --usage-history-pool) it divides the team's decayed past use, so a
+	// freed GPU goes to the team with the least use for its weight, and GPU time
+	// follows the weights over time; there it must be at least 1.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
@@ -169,7 +172,9 @@ func (s *TeamSpec) HostQuota() Quota {
 // QueueStatus is the team's standing in Kueue (spec.queueing), from its
 // ClusterQueue's status.
 type QueueStatus struct {
-	// ClusterQueue is the team's Kueue ClusterQueue.
+	// ClusterQueue is the team's Kueue ClusterQueue; in a usage-history pool
+	// the pool's, shared by its queueing teams (gpuvc-pool.<pool>), and the
+	// figures below are then the team's own LocalQueue's.
 	ClusterQueue string `json:"clusterQueue"`
 	// GuaranteedGPUs and BorrowingLimitGPUs restate the spec for readers of the status.
 	GuaranteedGPUs     int64 `json:"guaranteedGPUs"`

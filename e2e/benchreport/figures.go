@@ -60,6 +60,7 @@ var (
 
 	utilQueued  = "BenchmarkPoolUtilization/queue=default"
 	utilRefused = "BenchmarkPoolUtilization/queue=0"
+	sharesBench = "BenchmarkUsageHistoryShares"
 	vcMemDef    = base(pkgVCMem, vcMem, "default-MiB/team", "gpuvc's values, RSS per team")
 	vcMemWS     = base(pkgVCMem, vcMem, "default-ws-MiB/team", "gpuvc's values, working set per team")
 	vcMemCPU    = base(pkgVCMem, vcMem, "default-cpu-%/team", "gpuvc's values, idle CPU per team")
@@ -231,6 +232,22 @@ var sections = []section{
 				Versus: base(pkgQueue, utilRefused, "util-noborrow", "same load, borrowingLimit 0")},
 			{What: "pool utilization with borrowing: pods waiting in Kueue vs refused at the ceiling", Ref: r(pkgQueue, utilQueued, "util-borrow"), Unit: "",
 				Versus: base(pkgQueue, utilRefused, "util-borrow", "queue depth 0, with borrowing")},
+		}},
+	{Title: "Fairness with memory: usage-history fair sharing (issue #25)", Note: "The real Kueue v0.17.0 (admissionFairSharing: half-life 30 s, sampling 1 s) and gpuvc manager on the local control plane, kwok GPU nodes. " +
+		"Two teams with spec.queueing.weight 1 and 2, each guaranteed 2 GPUs of a 4-GPU pool, each keeping 8 one-GPU pods of 3 s submitted (in turn) for 45 s, far more than the pool. " +
+		"History: the pool in `--usage-history-pool`, one ClusterQueue ordering the teams by decayed past use over weight (Kueue's AdmissionFairSharing). " +
+		"No history: gpuvc's ClusterQueue per team in the pool's cohort, borrowingLimit 2 each (Kueue's fair sharing of idle quota by weight, no memory). " +
+		"Figure: the weight-2 team's share of the GPU-seconds run in the window; its weights' share is 0.667 (docs/queueing.md).",
+		Figures: []figure{
+			{What: "weight-2 team's share of GPU-seconds, with usage history", Ref: r(pkgQueue, sharesBench, "w2-share-history"), Unit: "",
+				Versus: base(pkgQueue, sharesBench, "w2-share-nohistory", "same load, a ClusterQueue per team (no history)")},
+			{What: "… in the window's second half (the history at work: the team behind in the first half catches up)", Ref: r(pkgQueue, sharesBench, "w2-late-share-history"), Unit: "",
+				Versus: base(pkgQueue, sharesBench, "w2-late-share-nohistory", "same, no history")},
+			{What: "weight-2 team's share with usage history, against its weights' share", Ref: r(pkgQueue, sharesBench, "w2-share-history"), Unit: "",
+				Versus: base(pkgQueue, sharesBench, "w2-share-weights", "2 / (1 + 2)")},
+			{What: "pool utilization, with usage history", Ref: r(pkgQueue, sharesBench, "util-history"), Unit: "",
+				Versus: base(pkgQueue, sharesBench, "util-nohistory", "no history")},
+			{What: "pods evicted by a reclaim, no history", Ref: r(pkgQueue, sharesBench, "evicted-nohistory"), Unit: ""},
 		}},
 	{Title: "Accounting overhead (issue #16)", Note: "The accountant's own work per sample at 100 teams and 10,000 bound pods (whole, MIG, reservations, shares), " +
 		"a week of hourly buckets per team; its per-team pod list and ConfigMap patch cost API-server time, not this.",

@@ -64,6 +64,13 @@ func recordKueueConfig() error {
 // StartKueue builds Kueue (once, cached) and starts it against cp, its files
 // under cp.Dir: a test package's setup calls it after RunTests started cp.
 func StartKueue(ctx context.Context, cp *localcluster.ControlPlane, log io.Writer) (*localkueue.Kueue, error) {
+	return StartKueueWith(ctx, cp, localkueue.Options{Log: log})
+}
+
+// StartKueueWith is StartKueue with more of localkueue's options (Binary,
+// ConfigDir and Dir are filled in).
+func StartKueueWith(ctx context.Context, cp *localcluster.ControlPlane, opts localkueue.Options) (*localkueue.Kueue, error) {
+	log := opts.Log
 	bin, configDir, err := EnsureKueue(ctx, log)
 	if err != nil {
 		return nil, err
@@ -72,5 +79,6 @@ func StartKueue(ctx context.Context, cp *localcluster.ControlPlane, log io.Write
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return localkueue.Start(ctx, cp.Config, localkueue.Options{Binary: bin, ConfigDir: configDir, Dir: dir, Log: log})
+	opts.Binary, opts.ConfigDir, opts.Dir = bin, configDir, dir
+	return localkueue.Start(ctx, cp.Config, opts)
 }

@@ -12,7 +12,7 @@ import (
 // the local runner sets. Kept as plain maps: the runner needs none of Kueue's Go
 // packages, whose k8s.io versions differ from gpuvc's.
 func configuration(o settings) map[string]any {
-	return map[string]any{
+	c := map[string]any{
 		"apiVersion": "config.kueue.x-k8s.io/v1beta2",
 		"kind":       "Configuration",
 		"namespace":  o.namespace,
@@ -42,6 +42,14 @@ func configuration(o settings) map[string]any {
 		}},
 		"clientConnection": map[string]any{"qps": 50, "burst": 100},
 	}
+	if h := o.usageHistory; h != nil {
+		c["admissionFairSharing"] = map[string]any{
+			"usageHalfLifeTime":     h.HalfLife.String(),
+			"usageSamplingInterval": h.SamplingInterval.String(),
+			"resourceWeights":       map[string]float64{"cpu": 0, "memory": 0, "ephemeral-storage": 0},
+		}
+	}
+	return c
 }
 
 // settings are the values a local Kueue's configuration is made of.
@@ -50,6 +58,8 @@ type settings struct {
 	healthPort  int
 	webhookPort int
 	certDir     string
+	// usageHistory: admission fair sharing on (Options.UsageHistory).
+	usageHistory *UsageHistory
 }
 
 // writeConfiguration writes Kueue's configuration file into dir and returns its path.

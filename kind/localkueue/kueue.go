@@ -41,6 +41,19 @@ type Options struct {
 	Detached bool
 	// Log receives progress lines. Nil discards them.
 	Log io.Writer
+	// UsageHistory, when set, turns on Kueue's admission fair sharing with it
+	// (the Configuration's admissionFairSharing): ClusterQueues whose
+	// admissionScope asks for it order their LocalQueues' workloads by decayed
+	// past GPU use. Nil: off, as in Kueue's own default configuration.
+	UsageHistory *UsageHistory
+}
+
+// UsageHistory is Kueue's admissionFairSharing: a LocalQueue's usage is sampled
+// every SamplingInterval into an average whose past weighs half after HalfLife.
+// Only GPUs count (CPU, memory and ephemeral storage weigh 0): gpuvc queues
+// GPUs and gives the rest a quota no team reaches.
+type UsageHistory struct {
+	HalfLife, SamplingInterval time.Duration
 }
 
 // Kueue is a running local Kueue controller manager.

@@ -88,7 +88,7 @@ func (s *starter) prepare(context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	s.s = settings{namespace: s.opts.Namespace, healthPort: ports[0], webhookPort: ports[1], certDir: filepath.Join(s.opts.Dir, "certs")}
+	s.s = settings{namespace: s.opts.Namespace, healthPort: ports[0], webhookPort: ports[1], certDir: filepath.Join(s.opts.Dir, "certs"), usageHistory: s.opts.UsageHistory}
 	s.webhookURL = fmt.Sprintf("https://127.0.0.1:%d", s.s.webhookPort)
 	s.cs, err = kubernetes.NewForConfig(s.cfg)
 	return err

@@ -21,6 +21,20 @@ import (
 // drift, and removes the team's ClusterQueue and LocalQueue when it stops
 // queueing. ResourceFlavors are shared by a pool's teams and stay.
 func (r *Reconciler) ensureQueue(ctx context.Context, t *gpuvcv1.Team) error {
+	if r.historyPool(t.Spec.Pool) {
+		return r.ensureSharedQueue(ctx, t)
+	}
+	// A LocalQueue pointing at the pool's shared ClusterQueue, from when the
+	// pool shared one, goes (spec.clusterQueue is immutable); so does the shared
+	// ClusterQueue.
+	if t.Spec.Queueing != nil {
+		if err := r.dropLocalQueueUnless(ctx, t, teamqueue.ClusterQueueName(t.Name)); err != nil {
+			return err
+		}
+		if err := r.deleteKueueIfExists(ctx, "ClusterQueue", teamqueue.PoolClusterQueueName(t.Spec.Pool), ""); err != nil {
+			return err
+		}
+	}
 	objs, err := teamqueue.Desired(t)
 	if err != nil {
 		return err
@@ -96,6 +110,16 @@ func (r *Reconciler) recordQueue(ctx context.Context, t *gpuvcv1.Team) {
 		return
 	}
 	logger := log.FromContext(ctx)
+	if r.historyPool(t.Spec.Pool) {
+		in, err := r.recordSharedQueue(ctx, t)
+		if err != nil {
+			logger.V(1).Info("reading the pool's shared ClusterQueue and the team's LocalQueue", "err", err)
+			return
+		}
+		in.Workloads = r.teamWorkloads(ctx, t)
+		t.Status.Queue = teamqueue.Status(t, in)
+		return
+	}
 	cq := &unstructured.Unstructured{}
 	cq.SetGroupVersionKind(teamqueue.ClusterQueueKind)
 	if err := r.client.Get(ctx, client.ObjectKey{Name: teamqueue.ClusterQueueName(t.Name)}, cq); err != nil {
@@ -115,13 +139,20 @@ func (r *Reconciler) recordQueue(ctx context.Context, t *gpuvcv1.Team) {
 			in.Cohort = append(in.Cohort, o)
 		}
 	}
+	in.Workloads = r.teamWorkloads(ctx, t)
+	t.Status.Queue = teamqueue.Status(t, in)
+}
+
+// teamWorkloads are Kueue's Workloads in the team's namespace.
+func (r *Reconciler) teamWorkloads(ctx context.Context, t *gpuvcv1.Team) []*unstructured.Unstructured {
 	wls := &unstructured.UnstructuredList{}
 	wls.SetGroupVersionKind(teamqueue.GroupVersion.WithKind("WorkloadList"))
 	if err := r.client.List(ctx, wls, client.InNamespace(gpuvcv1.HostNamespace(t.Name))); err != nil {
-		logger.V(1).Info("listing the team's Workloads", "err", err)
+		log.FromContext(ctx).V(1).Info("listing the team's Workloads", "err", err)
 	}
+	out := make([]*unstructured.Unstructured, 0, len(wls.Items))
 	for i := range wls.Items {
-		in.Workloads = append(in.Workloads, &wls.Items[i])
+		out = append(out, &wls.Items[i])
 	}
-	t.Status.Queue = teamqueue.Status(t, in)
+	return out
 }

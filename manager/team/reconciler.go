@@ -83,6 +83,12 @@ type Options struct {
 	MetricsProxy func(context.Context) bool
 	// WaitInterval is how often a team whose vCluster is still starting is checked.
 	WaitInterval time.Duration
+	// UsageHistoryPools are the pools whose queueing teams share their GPUs by
+	// usage history (Kueue's AdmissionFairSharing): one ClusterQueue per pool,
+	// ordered by each team's decayed past use over its spec.queueing.weight,
+	// instead of a ClusterQueue per team (docs/queueing.md, "Fairness with
+	// memory"). Kueue's own configuration must set admissionFairSharing.
+	UsageHistoryPools []string
 	// Workers is how many Teams are reconciled at once (one Team is never
 	// reconciled by two at a time). Default DefaultWorkers.
 	Workers int

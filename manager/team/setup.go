@@ -93,24 +93,29 @@ func hasVClusterMarker(o client.Object) bool {
 }
 
 // poolTeams maps a team's ClusterQueue to the queueing teams of its pool, the
-// team itself included (also when it is gone: its reconcile cleans up).
+// team itself included (also when it is gone: its reconcile cleans up), and a
+// usage-history pool's shared ClusterQueue (labelled with its pool, not a team)
+// to the pool's queueing teams.
 func poolTeams(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		name := obj.GetLabels()[contract.LabelTeam]
-		if name == "" {
+		name, pool := obj.GetLabels()[contract.LabelTeam], obj.GetLabels()[contract.LabelPool]
+		var reqs []reconcile.Request
+		if name != "" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+			owner := &gpuvcv1.Team{}
+			if err := c.Get(ctx, types.NamespacedName{Name: name}, owner); err != nil {
+				return reqs
+			}
+			pool = owner.Spec.Pool
+		} else if pool == "" {
 			return nil
-		}
-		reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
-		owner := &gpuvcv1.Team{}
-		if err := c.Get(ctx, types.NamespacedName{Name: name}, owner); err != nil {
-			return reqs
 		}
 		teams := &gpuvcv1.TeamList{}
 		if err := c.List(ctx, teams); err != nil {
 			return reqs
 		}
 		for _, t := range teams.Items {
-			if t.Name != name && t.Spec.Pool == owner.Spec.Pool && t.Spec.Queueing != nil {
+			if t.Name != name && t.Spec.Pool == pool && t.Spec.Queueing != nil {
 				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: t.Name}})
 			}
 		}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
-	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/manager/teamqueue"
@@ -172,7 +171,7 @@ func TestQuotaCeilingHoldsWhileKueueIsDown(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		k, err := localcp.StartKueue(ctx, host, nil)
+		k, err := startKueue(ctx, nil)
 		if err != nil {
 			t.Errorf("restarting Kueue: %v", err)
 			return

@@ -46,6 +46,9 @@ type Objects struct {
 	Flavors      []*unstructured.Unstructured // shared by the pool's teams
 	ClusterQueue *unstructured.Unstructured
 	LocalQueue   *unstructured.Unstructured
+	// SharedClusterQueue: ClusterQueue is the pool's, shared by its queueing
+	// teams (a usage-history pool, DesiredShared); otherwise it is the team's own.
+	SharedClusterQueue bool
 }
 
 // Desired returns the Kueue objects t needs; nil when t does not queue.
@@ -55,38 +58,11 @@ func Desired(t *gpuvcv1.Team) (*Objects, error) {
 	}
 	s := &t.Spec
 	pool := s.Pool
-	zero := resource.MustParse("0")
-
-	// Whole GPUs, with the resources Kueue must cover but gpuvc does not queue.
-	whole := resourceGroup{
-		CoveredResources: []string{contract.ResourceGPU},
-		Flavors: []flavorQuotas{{Name: FlavorName(pool, ""), Resources: []resourceQuota{
-			gpuQuota(contract.ResourceGPU, s.GuaranteedGPUs(), s.BorrowableGPUs(), lending(s, "")),
-		}}},
+	migQuotas := make(map[string]resourceQuota, len(s.Quota.MIG))
+	for p, n := range s.Quota.MIG {
+		migQuotas[p] = gpuQuota(mig.ResourceName(p), n, s.BorrowableMIG(p), lending(s, p))
 	}
-	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
-		whole.CoveredResources = append(whole.CoveredResources, string(r))
-		// Neither borrowed nor lent: every team has more than it can use.
-		whole.Flavors[0].Resources = append(whole.Flavors[0].Resources,
-			resourceQuota{Name: string(r), NominalQuota: unbounded[r], BorrowingLimit: &zero, LendingLimit: &zero})
-	}
-	groups := []resourceGroup{whole}
-	flavors := []*unstructured.Unstructured{flavor(pool, "")}
-	profiles := make([]string, 0, len(s.Quota.MIG))
-	for p := range s.Quota.MIG {
-		profiles = append(profiles, p)
-	}
-	sort.Strings(profiles)
-	for _, p := range profiles {
-		res := mig.ResourceName(p)
-		groups = append(groups, resourceGroup{
-			CoveredResources: []string{res},
-			Flavors: []flavorQuotas{{Name: FlavorName(pool, p), Resources: []resourceQuota{
-				gpuQuota(res, s.Quota.MIG[p], s.BorrowableMIG(p), lending(s, p)),
-			}}},
-		})
-		flavors = append(flavors, flavor(pool, p))
-	}
+	groups, flavors := resourceGroups(pool, gpuQuota(contract.ResourceGPU, s.GuaranteedGPUs(), s.BorrowableGPUs(), lending(s, "")), migQuotas)
 
 	ns := gpuvcv1.HostNamespace(t.Name)
 	cq, err := object(ClusterQueueKind, ClusterQueueName(t.Name), "", &clusterQueueSpec{
@@ -112,6 +88,38 @@ func Desired(t *gpuvcv1.Team) (*Objects, error) {
 		return nil, err
 	}
 	return &Objects{Flavors: flavors, ClusterQueue: cq, LocalQueue: lq}, nil
+}
+
+// resourceGroups are a ClusterQueue's resource groups and the flavors they
+// name: whole GPUs (quota whole) with the resources Kueue must cover but gpuvc
+// does not queue, then one group per MIG profile (quota per profile) in name order.
+func resourceGroups(pool string, whole resourceQuota, migQuotas map[string]resourceQuota) ([]resourceGroup, []*unstructured.Unstructured) {
+	zero := resource.MustParse("0")
+	g := resourceGroup{
+		CoveredResources: []string{contract.ResourceGPU},
+		Flavors:          []flavorQuotas{{Name: FlavorName(pool, ""), Resources: []resourceQuota{whole}}},
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		g.CoveredResources = append(g.CoveredResources, string(r))
+		// Neither borrowed nor lent: every team has more than it can use.
+		g.Flavors[0].Resources = append(g.Flavors[0].Resources,
+			resourceQuota{Name: string(r), NominalQuota: unbounded[r], BorrowingLimit: &zero, LendingLimit: &zero})
+	}
+	groups := []resourceGroup{g}
+	flavors := []*unstructured.Unstructured{flavor(pool, "")}
+	profiles := make([]string, 0, len(migQuotas))
+	for p := range migQuotas {
+		profiles = append(profiles, p)
+	}
+	sort.Strings(profiles)
+	for _, p := range profiles {
+		groups = append(groups, resourceGroup{
+			CoveredResources: []string{mig.ResourceName(p)},
+			Flavors:          []flavorQuotas{{Name: FlavorName(pool, p), Resources: []resourceQuota{migQuotas[p]}}},
+		})
+		flavors = append(flavors, flavor(pool, p))
+	}
+	return groups, flavors
 }
 
 // gpuQuota is one GPU resource's quota: nominal = guarantee, a borrowing limit

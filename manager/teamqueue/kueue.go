@@ -32,6 +32,13 @@ type clusterQueueSpec struct {
 	ResourceGroups    []resourceGroup       `json:"resourceGroups"`
 	Preemption        preemption            `json:"preemption"`
 	FairSharing       fairSharing           `json:"fairSharing"`
+	// AdmissionScope turns on Kueue's AdmissionFairSharing for the queue:
+	// its LocalQueues' workloads are ordered by their decayed past usage.
+	AdmissionScope *admissionScope `json:"admissionScope,omitempty"`
+}
+
+type admissionScope struct {
+	AdmissionMode string `json:"admissionMode"`
 }
 
 type resourceGroup struct {
@@ -67,6 +74,9 @@ type fairSharing struct {
 
 type localQueueSpec struct {
 	ClusterQueue string `json:"clusterQueue"`
+	// FairSharing is the LocalQueue's weight under AdmissionFairSharing
+	// (usage-history pools only).
+	FairSharing *fairSharing `json:"fairSharing,omitempty"`
 }
 
 // Kueue versions: MinKueueVersion is the first to serve GroupVersion;

@@ -20,6 +20,10 @@ type Standing struct {
 	// Workloads are Kueue's Workloads in the team's namespace; the waiting ones
 	// count as queued.
 	Workloads []*unstructured.Unstructured
+	// LocalQueue is the team's, set in a usage-history pool: ClusterQueue is
+	// then the pool's shared one, and the team's own standing is its
+	// LocalQueue's.
+	LocalQueue *unstructured.Unstructured
 }
 
 // Status reads a team's standing: per GPU kind what it is guaranteed, uses,
@@ -31,10 +35,16 @@ func Status(t *gpuvcv1.Team, in Standing) *gpuvcv1.QueueStatus {
 		GuaranteedGPUs:     int64(t.Spec.GuaranteedGPUs()),
 		BorrowingLimitGPUs: int64(t.Spec.BorrowableGPUs()),
 	}
-	pending, _, _ := unstructured.NestedInt64(cq.Object, "status", "pendingWorkloads")
-	admitted, _, _ := unstructured.NestedInt64(cq.Object, "status", "admittedWorkloads")
+	own := cq
+	if in.LocalQueue != nil {
+		own = in.LocalQueue
+	}
+	pending, _, _ := unstructured.NestedInt64(own.Object, "status", "pendingWorkloads")
+	admitted, _, _ := unstructured.NestedInt64(own.Object, "status", "admittedWorkloads")
 	s.QueuedPods, s.AdmittedPods = int32(pending), int32(admitted)
-	s.WeightedShare, _, _ = unstructured.NestedInt64(cq.Object, "status", "fairSharing", "weightedShare")
+	if in.LocalQueue == nil {
+		s.WeightedShare, _, _ = unstructured.NestedInt64(cq.Object, "status", "fairSharing", "weightedShare")
+	}
 
 	queued := queuedRequests(in.Workloads)
 	for _, k := range gpuKinds(t) {
@@ -43,9 +53,16 @@ func Status(t *gpuvcv1.Team, in Standing) *gpuvcv1.QueueStatus {
 			Guaranteed: k.guaranteed, BorrowingLimit: k.borrowable,
 			Queued: queued[k.resource],
 		}
-		u := usageOf(cq, k.flavor, k.resource)
-		f.Used, f.Borrowed = u.total, u.borrowed
-		f.Lent = lent(cq.GetName(), in.Cohort, k.flavor, k.resource)
+		if in.LocalQueue != nil {
+			// A shared ClusterQueue lends nothing; what the team uses beyond
+			// its guarantee is its share of the others' idle guarantees.
+			f.Used = usageOf(in.LocalQueue, k.flavor, k.resource).total
+			f.Borrowed = max(0, f.Used-f.Guaranteed)
+		} else {
+			u := usageOf(cq, k.flavor, k.resource)
+			f.Used, f.Borrowed = u.total, u.borrowed
+			f.Lent = lent(cq.GetName(), in.Cohort, k.flavor, k.resource)
+		}
 		s.Flavors = append(s.Flavors, f)
 		if k.resource == contract.ResourceGPU {
 			s.UsedGPUs, s.BorrowedGPUs = f.Used, f.Borrowed

@@ -112,6 +112,9 @@ func (c *Controller) standing(ctx context.Context, wl *unstructured.Unstructured
 		return team, "", ""
 	}
 	cohort, _, _ = unstructured.NestedString(cq.Object, "spec", "cohortName")
+	if mode, _, _ := unstructured.NestedString(cq.Object, "spec", "admissionScope", "admissionMode"); mode == usageBasedAdmission {
+		cohort = "" // a usage-history pool's ClusterQueue is alone in its cohort
+	}
 	wls := &unstructured.UnstructuredList{}
 	wls.SetGroupVersionKind(WorkloadKind.GroupVersion().WithKind("WorkloadList"))
 	// Read only: the cache's own objects, not a copy of each (every Workload of

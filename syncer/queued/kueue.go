@@ -52,6 +52,10 @@ func podOf(wl *unstructured.Unstructured) string {
 	return ""
 }
 
+// usageBasedAdmission is the admission mode of a ClusterQueue that orders its
+// LocalQueues by past use (Kueue's AdmissionFairSharing).
+const usageBasedAdmission = "UsageBasedAdmissionFairSharing"
+
 // gpuStanding summarises a team's whole-GPU quota (its ClusterQueue) and use
 // (the GPUs its Workloads hold: the ClusterQueue's own status lags behind the
 // decision that left a pod waiting): "uses 4 of 4 guaranteed GPUs and borrows 2
@@ -91,6 +95,11 @@ func gpuStanding(cq *unstructured.Unstructured, workloads []unstructured.Unstruc
 	borrowed.Sub(nominal)
 	if borrowed.Sign() < 0 {
 		borrowed = resource.Quantity{}
+	}
+	if mode, _, _ := unstructured.NestedString(cq.Object, "spec", "admissionScope", "admissionMode"); mode == usageBasedAdmission {
+		// A usage-history pool's shared ClusterQueue: its quota is the pool's,
+		// and the order is by past use (manager/teamqueue, DesiredShared).
+		return fmt.Sprintf("uses %s GPUs of the %s its pool's teams share, where the team with the least recent use for its weight goes first", used.String(), nominal.String())
 	}
 	s := fmt.Sprintf("uses %s of %s guaranteed GPUs", used.String(), nominal.String())
 	if hasLimit {

@@ -51,6 +51,26 @@ func TestGPUStanding(t *testing.T) {
 	}
 }
 
+// TestGPUStandingInAUsageHistoryPool: the pool's shared ClusterQueue holds no
+// guarantee of the team's own, so the standing says what is shared and how
+// the order goes.
+func TestGPUStandingInAUsageHistoryPool(t *testing.T) {
+	cq := obj(map[string]any{"spec": map[string]any{
+		"admissionScope": map[string]any{"admissionMode": "UsageBasedAdmissionFairSharing"},
+		"resourceGroups": []any{map[string]any{"flavors": []any{map[string]any{"resources": []any{
+			map[string]any{"name": "nvidia.com/gpu", "nominalQuota": "4", "borrowingLimit": "0"},
+		}}}}},
+	}})
+	admitted := *obj(map[string]any{"status": map[string]any{
+		"conditions": []any{cond("QuotaReserved", "True", "")},
+		"admission":  map[string]any{"podSetAssignments": []any{map[string]any{"resourceUsage": map[string]any{"nvidia.com/gpu": "1"}}}},
+	}})
+	got := gpuStanding(cq, []unstructured.Unstructured{admitted})
+	if want := "uses 1 GPUs of the 4 its pool's teams share, where the team with the least recent use for its weight goes first"; got != want {
+		t.Errorf("gpuStanding = %q, want %q", got, want)
+	}
+}
+
 func TestPreemption(t *testing.T) {
 	for name, tc := range map[string]struct {
 		conds      []any

@@ -98,3 +98,15 @@ func TestKubeAPILimit(t *testing.T) {
 		}
 	}
 }
+
+func TestUsageHistoryPools(t *testing.T) {
+	if err := checkUsageHistoryPools([]string{"a100", "h100-sxm"}); err != nil {
+		t.Errorf("valid pools refused: %v", err)
+	}
+	for _, bad := range []string{"", "A100", "a100,", "-a100", strings.Repeat("a", 64)} {
+		err := checkUsageHistoryPools([]string{"a100", bad})
+		if err == nil || !strings.Contains(err.Error(), "--usage-history-pool") || !strings.Contains(err.Error(), "limit:") {
+			t.Errorf("pool %q: err = %v, want a refusal naming the flag and the limit", bad, err)
+		}
+	}
+}

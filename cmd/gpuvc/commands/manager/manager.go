@@ -45,6 +45,7 @@ type flags struct {
 	systemPool              string
 	reserveImage            string
 	kueueUsers              []string
+	usageHistoryPools       []string
 	notQueuedAfter          time.Duration
 	ephemeral               bool
 	syncRealNodes           bool
@@ -96,6 +97,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringVar(&f.systemPool, "system-pool", "system", "node pool the webhook pins vCluster control-plane pods to")
 	fs.StringVar(&f.reserveImage, "reserve-image", "ghcr.io/gpuvc/gpuvc:latest", `image of fractional-GPU reservation pods (gpuvc reserve); "" turns fractional sharing off`)
 	fs.StringSliceVar(&f.kueueUsers, "kueue-user", []string{contract.KueueDefaultUser}, "the user(s) Kueue's controller runs as (comma-separated or repeated): the only ones the webhook lets lift Kueue's admission gate from a queueing team's pod, which holds the team to its guarantee plus borrowing limit; set it when Kueue runs under another namespace or service account")
+	fs.StringSliceVar(&f.usageHistoryPools, "usage-history-pool", nil, "pools (comma-separated or repeated) whose queueing teams share their GPUs by usage history: one Kueue ClusterQueue per pool with AdmissionFairSharing, where a freed GPU goes to the team with the least recent use for its spec.queueing.weight, instead of a ClusterQueue per team with guarantees reclaimed by preemption; Kueue's configuration must set admissionFairSharing (docs/queueing.md)")
 	fs.BoolVar(&f.ephemeral, "ephemeral-vclusters", false, "keep vCluster datastores in emptyDir (no storage provisioner; data lost on restart)")
 	fs.BoolVar(&f.syncRealNodes, "sync-real-nodes", false, "show teams their pool's real nodes; costs isolation: every team's vCluster can then read all pods of the host")
 	fs.StringVar(&f.metricsProxy, "vcluster-metrics-proxy", team.MetricsProxyAuto, "whether teams' vClusters proxy the host's Metrics API (kubectl top through a team's kubeconfig): auto (while the host serves metrics.k8s.io, e.g. metrics-server), on or off; without metrics-server on the host the proxied API would keep teams' namespaces from being deleted")
@@ -123,6 +125,9 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 		return err
 	}
 	if err := checkKubeAPILimit(f.kubeAPIQPS, f.kubeAPIBurst); err != nil {
+		return err
+	}
+	if err := checkUsageHistoryPools(f.usageHistoryPools); err != nil {
 		return err
 	}
 	cfg, err := globals.RESTConfig()
@@ -193,6 +198,7 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 			SyncRealNodes:        f.syncRealNodes,
 			MetricsProxy:         metricsProxy,
 			Workers:              f.teamWorkers,
+			UsageHistoryPools:    f.usageHistoryPools,
 		},
 	})
 	if err != nil {
