@@ -28,6 +28,10 @@ type GPU struct {
 	// NVML does not say.
 	ComputeCapability string `json:"computeCapability,omitempty"`
 	MIG               MIG    `json:"mig"`
+	// DRA: the GPU (and its MIG devices) is served through Dynamic Resource
+	// Allocation (gpu/dra's kubelet plugin), not the device plugin. A node's
+	// GPU is served one way; only simulated GPUs are (Spec.DRA).
+	DRA bool `json:"dra,omitempty"`
 }
 
 // MIG is a GPU's MIG mode and its GPU instances.
@@ -62,4 +66,19 @@ type MIGDevice struct {
 // Source yields a node's inventory: NVML on real nodes, a spec on fake ones.
 type Source interface {
 	Inventory() (Inventory, error)
+}
+
+// SplitDRA splits inv into the GPUs the device plugin serves and those served
+// through DRA (GPU.DRA), each with inv's other fields.
+func SplitDRA(inv Inventory) (devicePlugin, dra Inventory) {
+	devicePlugin, dra = inv, inv
+	devicePlugin.GPUs, dra.GPUs = []GPU{}, []GPU{}
+	for _, g := range inv.GPUs {
+		if g.DRA {
+			dra.GPUs = append(dra.GPUs, g)
+		} else {
+			devicePlugin.GPUs = append(devicePlugin.GPUs, g)
+		}
+	}
+	return devicePlugin, dra
 }

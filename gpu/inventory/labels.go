@@ -146,8 +146,10 @@ func single(inv Inventory) (string, GPUInstance, int64, error) {
 // Capacity returns the extended resources the NVIDIA device plugin would
 // advertise for inv with strategy s (resource name -> count). With mixed, a
 // GPU in MIG mode adds one nvidia.com/mig-<profile> per MIG device and no
-// nvidia.com/gpu; GPUs with MIG disabled count as nvidia.com/gpu.
+// nvidia.com/gpu; GPUs with MIG disabled count as nvidia.com/gpu. GPUs
+// served through DRA (GPU.DRA) are not the device plugin's: left out.
 func Capacity(inv Inventory, s Strategy) (map[string]int64, error) {
+	inv, _ = SplitDRA(inv)
 	c := map[string]int64{}
 	switch s {
 	case StrategyNone:

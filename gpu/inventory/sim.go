@@ -24,6 +24,9 @@ type Spec struct {
 	MemoryMiB int64 `json:"memoryMiB,omitempty"`
 	// Seed makes UUIDs unique per node (use the node name).
 	Seed string `json:"seed,omitempty"`
+	// DRA is how many of the GPUs, the last ones, are served through Dynamic
+	// Resource Allocation instead of the device plugin (GPU.DRA); 0 to Count.
+	DRA int `json:"dra,omitempty"`
 }
 
 var _ Source = Spec{}
@@ -38,7 +41,10 @@ func (s Spec) Flag() string {
 	if s.Seed != "" {
 		parts = append(parts, "seed="+s.Seed)
 	}
-	if len(s.MIG) > 0 {
+	if s.DRA > 0 {
+		parts = append(parts, "dra="+strconv.Itoa(s.DRA))
+	}
+	if len(s.MIG) > 0 { // last: a layout may contain commas
 		parts = append(parts, "mig="+strings.Join(s.MIG, ";"))
 	}
 	return strings.Join(parts, ",")
@@ -53,6 +59,9 @@ func (s Spec) Inventory() (Inventory, error) { return Simulate(s) }
 func Simulate(s Spec) (Inventory, error) {
 	if s.Count < 0 {
 		return Inventory{}, fmt.Errorf("simulated GPU count %d is negative", s.Count)
+	}
+	if s.DRA < 0 || s.DRA > s.Count {
+		return Inventory{}, fmt.Errorf("%d GPUs served through DRA of %d simulated: want 0 to %d", s.DRA, s.Count, s.Count)
 	}
 	if len(s.MIG) > 1 && len(s.MIG) != s.Count {
 		return Inventory{}, fmt.Errorf("%d MIG layouts for %d GPUs: give one for all or one per GPU", len(s.MIG), s.Count)
@@ -78,7 +87,8 @@ func Simulate(s Spec) (Inventory, error) {
 		} else if len(s.MIG) > 1 {
 			layout = s.MIG[i]
 		}
-		g := GPU{Index: i, UUID: simUUID("GPU", s.Seed, i), Product: prod, MemoryMiB: memMiB, MIG: MIG{Capable: model != nil}}
+		g := GPU{Index: i, UUID: simUUID("GPU", s.Seed, i), Product: prod, MemoryMiB: memMiB, MIG: MIG{Capable: model != nil},
+			DRA: i >= s.Count-s.DRA}
 		if layout != "" && layout != "all-disabled" {
 			if model == nil {
 				return Inventory{}, fmt.Errorf("GPU %d: MIG layout %q: %w", i, layout, lookupErr)

@@ -112,6 +112,8 @@ func TestSimulateErrors(t *testing.T) {
 		"MIG on non-MIG":    {Spec{Product: "NVIDIA-L4", Count: 1, MemoryMiB: 23034, MIG: []string{"all-enabled"}}, `unknown MIG GPU model "NVIDIA-L4"`},
 		"unknown no memory": {Spec{Product: "NVIDIA-L4", Count: 1}, `simulated product "NVIDIA-L4" is not in the MIG catalog: set its memoryMiB`},
 		"negative count":    {Spec{Product: "NVIDIA-A30", Count: -1}, "simulated GPU count -1 is negative"},
+		"DRA over count":    {Spec{Product: "NVIDIA-A30", Count: 2, DRA: 3}, "3 GPUs served through DRA of 2 simulated: want 0 to 2"},
+		"DRA negative":      {Spec{Product: "NVIDIA-A30", Count: 2, DRA: -1}, "-1 GPUs served through DRA of 2 simulated"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -164,5 +166,46 @@ func TestInventoryJSON(t *testing.T) {
 	}
 	if diff := cmp.Diff(inv, back); diff != "" {
 		t.Errorf("round trip -want +got:\n%s", diff)
+	}
+}
+
+// Spec.DRA hands the last GPUs to DRA: they are marked in the inventory (and
+// its JSON), left out of the device plugin's capacity, and SplitDRA parts
+// the inventory the same way.
+func TestSimulateDRAGPUs(t *testing.T) {
+	spec := Spec{Product: "NVIDIA-A100-SXM4-80GB", Count: 4, DRA: 2, Seed: "n",
+		MIG: []string{"all-disabled", "all-balanced", "all-disabled", "all-balanced"}}
+	inv, err := Simulate(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dra []bool
+	for _, g := range inv.GPUs {
+		dra = append(dra, g.DRA)
+	}
+	if diff := cmp.Diff([]bool{false, false, true, true}, dra); diff != "" {
+		t.Errorf("GPU.DRA by index -want +got:\n%s", diff)
+	}
+	plugin, viaDRA := SplitDRA(inv)
+	if len(plugin.GPUs) != 2 || plugin.GPUs[1].Index != 1 || len(viaDRA.GPUs) != 2 || viaDRA.GPUs[0].Index != 2 || !viaDRA.Simulated {
+		t.Errorf("SplitDRA = %+v / %+v: want GPUs 0-1 and 2-3, both simulated", plugin.GPUs, viaDRA.GPUs)
+	}
+	capacity, err := Capacity(inv, StrategyMixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"nvidia.com/gpu": 1, "nvidia.com/mig-1g.10gb": 2, "nvidia.com/mig-2g.20gb": 1, "nvidia.com/mig-3g.40gb": 1}
+	if diff := cmp.Diff(want, capacity); diff != "" {
+		t.Errorf("device-plugin capacity -want +got:\n%s", diff)
+	}
+	b, err := json.Marshal(inv.GPUs[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"dra":true`) {
+		t.Errorf("GPU 3 JSON %s does not say it is served through DRA", b)
+	}
+	if got := spec.Flag(); !strings.Contains(got, ",dra=2,mig=") {
+		t.Errorf("Flag() = %q: want dra=2 before the MIG layouts", got)
 	}
 }

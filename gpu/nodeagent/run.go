@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/gpuvc/gpuvc/gpu/dra"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
 )
@@ -42,6 +43,13 @@ type Options struct {
 	// (--device-plugin), through DevicePluginDir (--device-plugin-dir).
 	DevicePlugin    bool
 	DevicePluginDir string
+	// DRA also serves the simulated GPUs marked for DRA (the spec's dra=<n>)
+	// through the DRA kubelet plugin of gpu/dra (--dra): registered in the
+	// kubelet's root folder KubeletDir (--kubelet-dir), CDI specs written to
+	// CDIDir (--cdi-dir).
+	DRA        bool
+	KubeletDir string
+	CDIDir     string
 	// Health is what to do when a GPU fails (--gpu-failure); "" watches no
 	// GPU health.
 	Health HealthPolicy
@@ -82,7 +90,7 @@ type Options struct {
 
 // Run is `gpuvc agent`: it reads the node's GPUs and publishes them on its
 // Node every Interval, and, as the options say, serves the simulated device
-// plugin, watches the GPUs' health, checks the container runtime and serves
+// plugin and the DRA kubelet plugin, watches the GPUs' health, checks the container runtime and serves
 // /metrics, until ctx ends (then it returns nil) or one of them fails (then
 // it stops the others and returns the errors). With Once it publishes once.
 // It logs to the logger from ctx.
@@ -136,6 +144,15 @@ func Run(ctx context.Context, o Options) error {
 			err := deviceplugin.Serve(ctx, deviceplugin.Options{Dir: o.DevicePluginDir, Inventory: inv, Health: plugin})
 			if err != nil {
 				err = fmt.Errorf("device plugin: %w", err)
+			}
+			return err
+		})
+	}
+	if o.DRA {
+		tasks = append(tasks, func() error {
+			err := dra.Serve(ctx, dra.Options{NodeName: o.NodeName, Client: client, Inventory: inv, KubeletDir: o.KubeletDir, CDIDir: o.CDIDir})
+			if err != nil {
+				err = fmt.Errorf("DRA kubelet plugin: %w", err)
 			}
 			return err
 		})

@@ -16,9 +16,10 @@ const (
 	specMIG     = "mig"
 	specMemory  = "memory"
 	specSeed    = "seed"
+	specDRA     = "dra"
 )
 
-var specKeys = []string{specProduct, specCount, specMIG, specMemory, specSeed}
+var specKeys = []string{specProduct, specCount, specMIG, specMemory, specSeed, specDRA}
 
 // ParseSpec parses a simulated node's GPUs written as comma-separated
 // key=value pairs, e.g. "product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced".
@@ -26,7 +27,8 @@ var specKeys = []string{specProduct, specCount, specMIG, specMemory, specSeed}
 // Keys: product (required), count (required, ≥ 1), mig (a layout for every
 // GPU, or one layout per GPU separated by ";"), memory (MiB, for products
 // outside the MIG catalog), seed (makes UUIDs unique; empty means the caller's
-// default, e.g. the node name). A mig layout may itself contain commas
+// default, e.g. the node name), dra (how many of the GPUs, the last ones, are
+// served through DRA instead of the device plugin). A mig layout may itself contain commas
 // ("mig=2x1g.10gb,3g.40gb"): a part without "=" continues the mig value.
 // Errors name the offending part. The spec is checked by simulating it.
 func ParseSpec(s string) (inventory.Spec, error) {
@@ -85,6 +87,13 @@ func ParseSpec(s string) (inventory.Spec, error) {
 			}
 			spec.MIG = append(spec.MIG, layout)
 		}
+	}
+	if d, ok := values[specDRA]; ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 || n > spec.Count {
+			return spec, fmt.Errorf("dra %q is not a number of GPUs from 0 to count (%d)", d, spec.Count)
+		}
+		spec.DRA = n
 	}
 	spec.Seed = values[specSeed]
 	if _, err := inventory.Simulate(spec); err != nil {

@@ -24,6 +24,8 @@ func TestParseSpec(t *testing.T) {
 			inventory.Spec{Product: "NVIDIA-A100-SXM4-40GB", Count: 2, MIG: []string{"all-1g.5gb", "all-disabled"}}},
 		"product outside the catalog": {"product=NVIDIA-L40S,count=4,memory=46068",
 			inventory.Spec{Product: "NVIDIA-L40S", Count: 4, MemoryMiB: 46068}},
+		"the last two through DRA": {"product=NVIDIA-A100-SXM4-80GB,count=4,dra=2,mig=all-disabled;all-balanced;all-disabled;all-balanced",
+			inventory.Spec{Product: "NVIDIA-A100-SXM4-80GB", Count: 4, DRA: 2, MIG: []string{"all-disabled", "all-balanced", "all-disabled", "all-balanced"}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -58,6 +60,8 @@ func TestParseSpecErrors(t *testing.T) {
 		"too many profiles": {"product=NVIDIA-A100-SXM4-80GB,count=1,mig=8x1g.10gb", []string{`"8x1g.10gb"`}},
 		"layouts != count":  {"product=NVIDIA-A100-SXM4-80GB,count=3,mig=all-balanced;all-disabled", []string{"2 MIG layouts for 3 GPUs"}},
 		"empty layout":      {"product=NVIDIA-A100-SXM4-80GB,count=2,mig=all-balanced;", []string{`mig "all-balanced;" has an empty layout`}},
+		"dra over count":    {"product=NVIDIA-A100-SXM4-80GB,count=2,dra=3", []string{`dra "3"`, "0 to count (2)"}},
+		"dra not a number":  {"product=NVIDIA-A100-SXM4-80GB,count=2,dra=all", []string{`dra "all"`}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

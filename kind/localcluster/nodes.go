@@ -13,24 +13,34 @@ import (
 )
 
 // AddNodes creates a kwok-managed Node for every node of the pools — labels, taint
-// and GPU capacity as the pool describes — and waits until all are Ready.
+// and GPU capacity as the pool describes, and a ResourceSlice for the GPUs it
+// serves through DRA — and waits until all are Ready.
 func (cp *ControlPlane) AddNodes(ctx context.Context, pools []nodepool.Pool) error {
 	if err := nodepool.Validate(pools); err != nil {
 		return err
 	}
 	var names []string
+	byName := map[string]nodepool.Node{}
+	created := map[string]*corev1.Node{}
 	for _, p := range pools {
 		for _, n := range p.Nodes {
 			node, err := KwokNode(p, n)
 			if err != nil {
 				return err
 			}
-			_, err = cp.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-			if err != nil && !apierrors.IsAlreadyExists(err) {
+			got, err := cp.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				got, err = cp.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			}
+			if err != nil {
 				return fmt.Errorf("creating node %s: %w", n.Name, err)
 			}
 			names = append(names, n.Name)
+			byName[n.Name], created[n.Name] = n, got
 		}
+	}
+	if err := cp.publishKwokSlices(ctx, byName, created); err != nil {
+		return err
 	}
 	return cp.WaitForNodesReady(ctx, names)
 }

@@ -9,17 +9,25 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/textlogger"
 
+	"github.com/gpuvc/gpuvc/api/contract"
+	"github.com/gpuvc/gpuvc/gpu/dra"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
 )
 
-// serveGPUs starts serving the simulated inventory to the kubelet through the
-// device-plugin API, in this process, on the kubelet's fixed device-plugin
-// folder. Started before the kubelet, the plugin registers the moment the
-// kubelet listens (it re-serves when the kubelet wipes the folder at start).
+// serveGPUs starts serving the simulated inventory to the kubelet, in this
+// process: its device-plugin GPUs through the device-plugin API on the
+// kubelet's fixed device-plugin folder, those the spec hands to DRA
+// (Spec.DRA) through the DRA kubelet plugin (gpu/dra) registered in the
+// kubelet's root folder, with CDI specs in containerd's CDI folder. Started
+// before the kubelet, both register the moment the kubelet listens (the
+// device plugin re-serves when the kubelet wipes its folder at start). The
+// DRA plugin logs to logs/gpu-dra.log.
 func (n *Node) serveGPUs(context.Context) error {
 	spec := *n.opts.GPUs
 	if spec.Seed == "" {
@@ -37,17 +45,86 @@ func (n *Node) serveGPUs(context.Context) error {
 		return n.startGPUAgent(spec)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n.gpuDone = make(chan error, 1)
+	n.gpuDone = make(chan error, 2)
+	servers := 0
+	serve := func(what string, run func() error) {
+		servers++
+		go func() {
+			err := run()
+			if err != nil {
+				err = fmt.Errorf("%s: %w", what, err)
+			}
+			n.gpuDone <- err
+		}()
+	}
 	n.stopGPUs = func() {
 		cancel()
-		if err := <-n.gpuDone; err != nil {
-			n.logf("device plugin: %v", err)
+		for range servers {
+			if err := <-n.gpuDone; err != nil {
+				n.logf("%v", err)
+			}
 		}
 	}
-	go func() {
-		n.gpuDone <- deviceplugin.Serve(ctx, deviceplugin.Options{Dir: deviceplugin.DefaultDir, Inventory: inv})
-	}()
+	if len(deviceplugin.Resources(inv)) > 0 {
+		serve("device plugin", func() error {
+			return deviceplugin.Serve(ctx, deviceplugin.Options{Dir: deviceplugin.DefaultDir, Inventory: inv})
+		})
+	}
+	if len(dra.Devices(inv)) > 0 {
+		logFile, err := os.OpenFile(n.path("logs", "gpu-dra.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			cancel()
+			return err
+		}
+		logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logFile), textlogger.Verbosity(4)))
+		serve("DRA kubelet plugin", func() error {
+			defer logFile.Close()
+			return dra.Serve(logr.NewContext(ctx, logger), dra.Options{NodeName: n.Name, Client: n.cp.Client, Inventory: inv, KubeletDir: n.kubeletDir(), CDIDir: n.cdiDir()})
+		})
+	}
 	return nil
+}
+
+// kubeletDir is the kubelet's root folder (--root-dir); cdiDir is
+// containerd's CDI spec folder (cdi_spec_dirs).
+func (n *Node) kubeletDir() string { return n.path("kubelet") }
+func (n *Node) cdiDir() string     { return n.path("cdi") }
+
+// waitDRA waits until the node's ResourceSlices of the DRA driver publish
+// every device of the GPUs the spec hands to DRA.
+func (n *Node) waitDRA(ctx context.Context) error {
+	want := len(dra.Devices(n.Inventory))
+	return n.poll(ctx, "the DRA ResourceSlice of the simulated GPUs", func(ctx context.Context) (bool, error) {
+		if err := n.gpuServerEnded(); err != nil {
+			return false, err
+		}
+		slices, err := n.cp.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
+			FieldSelector: "spec.nodeName=" + n.Name + ",spec.driver=" + contract.DRADriver,
+		})
+		if err != nil {
+			return false, err
+		}
+		got := 0
+		for _, s := range slices.Items {
+			got += len(s.Spec.Devices)
+		}
+		if got != want {
+			return false, fmt.Errorf("%d devices published, want %d", got, want)
+		}
+		return true, nil
+	})
+}
+
+// gpuServerEnded is the error of an in-process GPU server that ended (nil
+// while they all run, or when the GPU agent serves them).
+func (n *Node) gpuServerEnded() error {
+	select {
+	case err := <-n.gpuDone:
+		n.gpuDone <- err // for stopGPUs
+		return errors.Join(errors.New("a GPU server stopped"), err)
+	default:
+		return nil
+	}
 }
 
 // waitGPUs labels the node as GPU Feature Discovery would and waits until its
@@ -65,11 +142,8 @@ func (n *Node) waitGPUs(ctx context.Context) error {
 		return err
 	}
 	return n.poll(ctx, "GPU resources in the node's allocatable", func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-n.gpuDone:
-			n.gpuDone <- err // for stopGPUs
-			return false, errors.Join(errors.New("the device plugin stopped"), err)
-		default:
+		if err := n.gpuServerEnded(); err != nil {
+			return false, err
 		}
 		node, err := n.cp.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
@@ -101,7 +175,8 @@ func GPUFailuresFile(nodeDir string) string { return filepath.Join(nodeDir, "gpu
 
 // startGPUAgent serves the simulated GPUs from a `gpuvc agent` daemon of the node
 // (same spec and seed, hence the same device IDs as n.Inventory), so they outlive
-// this program with a detached node. It publishes the inventory as an admin: the
+// this program with a detached node: its device plugin and, for the GPUs the
+// spec hands to DRA, its DRA kubelet plugin. It publishes the inventory as an admin: the
 // node's own credentials may not write every label the agent sets. It watches
 // GPUFailuresFile for injected failures and serves its metrics (GPU health) on
 // GPUAgentMetricsAddress.
@@ -115,9 +190,14 @@ func (n *Node) startGPUAgent(spec inventory.Spec) error {
 		return err
 	}
 	args := []string{
-		"agent", "--kubeconfig", kubeconfig, "--node-name", n.Name,
-		"--simulate", spec.Flag(), "--device-plugin", "--device-plugin-dir", deviceplugin.DefaultDir,
+		"agent", "--kubeconfig", kubeconfig, "--node-name", n.Name, "--simulate", spec.Flag(),
 		"--inject-gpu-failures", failures, "--metrics-bind-address", GPUAgentMetricsAddress(),
+	}
+	if spec.DRA < spec.Count {
+		args = append(args, "--device-plugin", "--device-plugin-dir", deviceplugin.DefaultDir)
+	}
+	if spec.DRA > 0 {
+		args = append(args, "--dra", "--kubelet-dir", n.kubeletDir(), "--cdi-dir", n.cdiDir())
 	}
 	return n.start(GPUAgent, n.opts.GPUAgent, args, nil)
 }

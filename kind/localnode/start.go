@@ -12,7 +12,8 @@ import (
 // steps are Start's steps for n.opts, in order: the prerequisites, the
 // machine's node slot (unless Options.Host holds it) and the node's record on
 // it, then containerd with the images, the GPUs, the kubelet and kube-proxy,
-// each waited for, and kube-router with NetworkPolicy.
+// each waited for (the GPUs handed to DRA by their ResourceSlice), and
+// kube-router with NetworkPolicy.
 func (n *Node) steps() []bringup.Step {
 	steps := []bringup.Step{{Name: "check the prerequisites", Run: n.checkPrerequisites}}
 	if n.opts.Host == nil {
@@ -35,6 +36,9 @@ func (n *Node) steps() []bringup.Step {
 	)
 	if n.opts.GPUs != nil {
 		steps = append(steps, bringup.Step{Name: "wait for the GPUs in the node's allocatable", Run: n.waitGPUs})
+	}
+	if n.opts.GPUs != nil && n.opts.GPUs.DRA > 0 {
+		steps = append(steps, bringup.Step{Name: "wait for the DRA ResourceSlice of the simulated GPUs", Run: n.waitDRA})
 	}
 	steps = append(steps, bringup.Step{Name: "wait for " + string(KubeProxy), Run: n.waitKubeProxy})
 	if n.opts.NetworkPolicy {

@@ -28,6 +28,12 @@ func TestStartSteps(t *testing.T) {
 			"start the kubelet", "start kube-proxy", "wait for the node to be Ready", "wait for the GPUs in the node's allocatable",
 			"wait for kube-proxy", "start kube-router", "wait for kube-router",
 		}},
+		"GPUs partly served through DRA": {Options{Host: &Host{}, GPUs: &inventory.Spec{Product: "NVIDIA-A100-SXM4-80GB", Count: 2, DRA: 1}}, []string{
+			"check the prerequisites", "record the node on the host", "create the cgroup root",
+			"start containerd", "import the images", "check the sandbox image", "serve the simulated GPUs",
+			"start the kubelet", "start kube-proxy", "wait for the node to be Ready", "wait for the GPUs in the node's allocatable",
+			"wait for the DRA ResourceSlice of the simulated GPUs", "wait for kube-proxy",
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			n := &Node{opts: tc.opts}

@@ -2,7 +2,9 @@
 // cluster (kind/localcluster: etcd, kube-apiserver, controller manager,
 // scheduler, kwok GPU nodes) with one real node (kind/localnode: kubelet,
 // containerd, runc, kube-proxy, kube-router, simulated GPUs served by a gpuvc
-// agent daemon) and every image the node needs for gpuvc and vCluster imported.
+// agent daemon through the device plugin and, those Spec.DRA hands over,
+// through gpuvc's DRA driver, whose DeviceClasses the stack installs) and
+// every image the node needs for gpuvc and vCluster imported.
 // `gpuvc dev cluster up` and the Docker-less trial run it; Down removes it all.
 // The end-to-end suite's real-node backend runs the same stack attached to the
 // test process (Options.Attached; Stack.Stop removes it). Up is a list of named
@@ -38,10 +40,14 @@ const (
 )
 
 // DefaultGPUs are the real node's simulated GPUs unless Options say otherwise:
-// two whole A100-80GB and two in MIG mode with the balanced layout.
+// seven A100-80GB. The device plugin serves the first four, two whole and two
+// in MIG mode with the balanced layout (nvidia.com/gpu: 2 and the MIG
+// resources, as before DRA); the DRA driver serves the last three (DRA: 3),
+// two whole (devices gpu-4, gpu-5 of class gpu.nvidia.com) and one in MIG
+// mode with the balanced layout (four devices of class mig.nvidia.com).
 var DefaultGPUs = inventory.Spec{
-	Product: nodepool.ProductA100_80GB, Count: 4,
-	MIG: []string{"all-disabled", "all-disabled", "all-balanced", "all-balanced"},
+	Product: nodepool.ProductA100_80GB, Count: 7, DRA: 3,
+	MIG: []string{"all-disabled", "all-disabled", "all-balanced", "all-balanced", "all-disabled", "all-disabled", "all-balanced"},
 }
 
 // Options configure Up.

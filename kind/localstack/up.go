@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/gpuvc/gpuvc/gpu/dra"
 	"github.com/gpuvc/gpuvc/kind/bringup"
 	"github.com/gpuvc/gpuvc/kind/localaddons"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
@@ -47,7 +48,7 @@ func newUpper(opts Options, log io.Writer) *upper {
 
 // steps are Up's steps for u.opts, in order: checks that change nothing (the
 // binaries, this machine), the folder emptied, the node's images, the control
-// plane, then the machine's node slot and the real node (the locks in the
+// plane and the DRA DeviceClasses, then the machine's node slot and the real node (the locks in the
 // order every user of a real node takes them), then Kueue.
 func (u *upper) steps() []bringup.Step {
 	steps := []bringup.Step{{Name: "check the prebuilt binaries", Run: u.checkBinaries}}
@@ -58,7 +59,10 @@ func (u *upper) steps() []bringup.Step {
 	if u.real {
 		steps = append(steps, bringup.Step{Name: "build the node's images (cached after the first run)", Run: u.buildImages})
 	}
-	steps = append(steps, bringup.Step{Name: "start the control plane", Run: u.startControlPlane})
+	steps = append(steps,
+		bringup.Step{Name: "start the control plane", Run: u.startControlPlane},
+		bringup.Step{Name: "install the DeviceClasses of the simulated GPUs' DRA driver", Run: u.installDeviceClasses},
+	)
 	if u.real {
 		steps = append(steps,
 			bringup.Step{Name: "take the machine's node slot", Run: u.acquireHost},
@@ -124,6 +128,13 @@ func (u *upper) startControlPlane(ctx context.Context) (err error) {
 	}
 	u.s.ControlPlane, err = localcluster.Start(ctx, opts)
 	return err
+}
+
+// installDeviceClasses installs the classes claims name to get a simulated
+// GPU or MIG device of the DRA driver (gpu/dra), the real node's and the kwok
+// nodes' alike.
+func (u *upper) installDeviceClasses(ctx context.Context) error {
+	return dra.EnsureDeviceClasses(ctx, u.s.ControlPlane.Client)
 }
 
 func (u *upper) acquireHost(ctx context.Context) (err error) {

@@ -20,18 +20,18 @@ func TestUpSteps(t *testing.T) {
 		want []string
 	}{
 		"kwok nodes only": {Options{KwokOnly: true}, []string{
-			"check the prebuilt binaries", "empty the folder", "start the control plane",
+			"check the prebuilt binaries", "empty the folder", "start the control plane", "install the DeviceClasses of the simulated GPUs' DRA driver",
 		}},
 		"kwok nodes only, with Kueue": {Options{KwokOnly: true, Kueue: true}, []string{
-			"check the prebuilt binaries", "empty the folder", "start the control plane", "start Kueue",
+			"check the prebuilt binaries", "empty the folder", "start the control plane", "install the DeviceClasses of the simulated GPUs' DRA driver", "start Kueue",
 		}},
 		"a real node (dev cluster, trial, e2e suite)": {Options{}, []string{
 			"check the prebuilt binaries", "check that this machine can run a real node", "empty the folder",
-			"build the node's images (cached after the first run)", "start the control plane", "take the machine's node slot", "start the real node system-0", "start the storage provisioner, cluster DNS and metrics-server",
+			"build the node's images (cached after the first run)", "start the control plane", "install the DeviceClasses of the simulated GPUs' DRA driver", "take the machine's node slot", "start the real node system-0", "start the storage provisioner, cluster DNS and metrics-server",
 		}},
 		"a real node with Kueue": {Options{Kueue: true, Attached: true}, []string{
 			"check the prebuilt binaries", "check that this machine can run a real node", "empty the folder",
-			"build the node's images (cached after the first run)", "start the control plane", "take the machine's node slot", "start the real node system-0", "start the storage provisioner, cluster DNS and metrics-server",
+			"build the node's images (cached after the first run)", "start the control plane", "install the DeviceClasses of the simulated GPUs' DRA driver", "take the machine's node slot", "start the real node system-0", "start the storage provisioner, cluster DNS and metrics-server",
 			"start Kueue",
 		}},
 	} {
@@ -81,7 +81,7 @@ func TestUpChangesNothingBeforeItEmptiesTheFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Up(context.Background(), Options{Dir: dir, KwokOnly: true})
-	if err == nil || !strings.HasPrefix(err.Error(), "localstack: step 1 of 3, check the prebuilt binaries: ") {
+	if err == nil || !strings.HasPrefix(err.Error(), "localstack: step 1 of 4, check the prebuilt binaries: ") {
 		t.Fatalf("error %v: want the binaries step named", err)
 	}
 	if _, err := os.Stat(keep); err != nil {

@@ -46,6 +46,11 @@ type GPUs struct {
 	// means all of them. The others are advertised as whole nvidia.com/gpu, so a
 	// node can offer both (mixed strategy).
 	MIGGPUs int
+	// DRA is how many of the whole GPUs (not in MIG mode) are served through
+	// Dynamic Resource Allocation instead: published in the node's
+	// ResourceSlice (kind/localcluster, gpu/dra's devices), not in its
+	// nvidia.com/gpu capacity.
+	DRA int
 }
 
 // MIGModeGPUs is the number of GPUs in MIG mode.
@@ -60,7 +65,7 @@ func (g GPUs) MIGModeGPUs() int {
 }
 
 // WholeGPUs is the number of GPUs advertised as nvidia.com/gpu.
-func (g GPUs) WholeGPUs() int { return g.Count - g.MIGModeGPUs() }
+func (g GPUs) WholeGPUs() int { return g.Count - g.MIGModeGPUs() - g.DRA }
 
 // Labels returns the node's labels: pool, GFD-style GPU facts and OS/arch.
 func (p Pool) Labels(n Node) map[string]string {
@@ -145,6 +150,9 @@ func Validate(pools []Pool) error {
 			}
 			if m := n.GPU.MIGGPUs; m < 0 || m > n.GPU.Count || (m > 0 && len(n.GPU.MIG) == 0) {
 				return fmt.Errorf("node %q in pool %q: %d GPUs in MIG mode: want 0 (all, when MIG is set) to %d, and MIG devices for them", n.Name, p.Name, m, n.GPU.Count)
+			}
+			if d, whole := n.GPU.DRA, n.GPU.Count-n.GPU.MIGModeGPUs(); d < 0 || d > whole {
+				return fmt.Errorf("node %q in pool %q: %d GPUs served through DRA: want 0 to %d, the GPUs not in MIG mode", n.Name, p.Name, d, whole)
 			}
 		}
 	}

@@ -24,6 +24,14 @@ func TestCapacityOfANodeWithWholeAndMIGGPUs(t *testing.T) {
 			gpus: &GPUs{Product: ProductA100_80GB, Count: 8, MIGGPUs: 4, MIG: map[string]int{"1g.10gb": 8, "3g.40gb": 4}},
 			want: map[string]string{"nvidia.com/gpu": "4", "nvidia.com/mig-1g.10gb": "8", "nvidia.com/mig-3g.40gb": "4"},
 		},
+		"two of the whole GPUs through DRA": {
+			gpus: &GPUs{Product: ProductA100_80GB, Count: 8, MIGGPUs: 4, MIG: map[string]int{"1g.10gb": 8}, DRA: 2},
+			want: map[string]string{"nvidia.com/gpu": "2", "nvidia.com/mig-1g.10gb": "8"},
+		},
+		"every GPU through DRA": {
+			gpus: &GPUs{Product: ProductH100_80GB, Count: 8, DRA: 8},
+			want: map[string]string{},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := map[string]string{}
@@ -48,6 +56,21 @@ func TestValidateRefusesMIGGPUsWithoutMIGDevices(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			err := Validate([]Pool{{Name: "p", Nodes: []Node{{Name: "n", GPU: g}}}})
 			if err == nil || !strings.Contains(err.Error(), "GPUs in MIG mode") {
+				t.Errorf("err = %v", err)
+			}
+		})
+	}
+}
+
+func TestValidateRefusesDRAGPUsBeyondTheWholeOnes(t *testing.T) {
+	for name, g := range map[string]*GPUs{
+		"more than the GPUs": {Product: ProductH100_80GB, Count: 2, DRA: 3},
+		"GPUs in MIG mode":   {Product: ProductA100_80GB, Count: 2, MIG: map[string]int{"1g.10gb": 14}, DRA: 1},
+		"negative":           {Product: ProductH100_80GB, Count: 2, DRA: -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := Validate([]Pool{{Name: "p", Nodes: []Node{{Name: "n", GPU: g}}}})
+			if err == nil || !strings.Contains(err.Error(), "GPUs served through DRA: want 0 to") {
 				t.Errorf("err = %v", err)
 			}
 		})

@@ -30,11 +30,13 @@ var ErrCannotRun = errors.New("the trial cannot run here")
 // cluster and node.
 const localDir = "local"
 
-// LocalGPUs are the simulated GPUs of the Docker-less trial's real node: six
-// A100-80GB, four whole and two in MIG mode with the balanced layout (2 ×
-// 1g.10gb, 2g.20gb, 3g.40gb each). Both demo teams run there, in the system
-// pool: a whole-GPU pod and a GPU reserved for fractions each (four whole GPUs),
-// and vision's 1g.10gb MIG pod.
+// LocalGPUs are the simulated GPUs of the Docker-less trial's real node: nine
+// A100-80GB. The device plugin serves six, four whole and two in MIG mode with
+// the balanced layout (2 × 1g.10gb, 2g.20gb, 3g.40gb each). Both demo teams run
+// there, in the system pool: a whole-GPU pod and a GPU reserved for fractions
+// each (four whole GPUs), and vision's 1g.10gb MIG pod. The DRA driver serves
+// the last three (DRA: 3), as on localstack.DefaultGPUs: two whole, one in MIG
+// mode with the balanced layout, for claims (docs/dra.md).
 //
 // Why the system pool: the local cluster has one real node, the only node whose
 // pods really run (kwok nodes only mark them Running, with no container and no
@@ -43,8 +45,9 @@ const localDir = "local"
 // teams then use it too, rather than a100/h100 pools that would have to be kwok
 // nodes.
 var LocalGPUs = inventory.Spec{
-	Product: nodepool.ProductA100_80GB, Count: 6,
-	MIG: []string{"all-disabled", "all-disabled", "all-disabled", "all-disabled", "all-balanced", "all-balanced"},
+	Product: nodepool.ProductA100_80GB, Count: 9, DRA: 3,
+	MIG: []string{"all-disabled", "all-disabled", "all-disabled", "all-disabled", "all-balanced", "all-balanced",
+		"all-disabled", "all-disabled", "all-balanced"},
 }
 
 // LocalUnavailable says why the Docker-less trial cannot run here, or "".

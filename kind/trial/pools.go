@@ -118,6 +118,9 @@ func poolSpec(p nodepool.Pool) (*inventory.Spec, error) {
 // the device plugin serving it advertises exactly the node's GPU capacity.
 func simulation(g nodepool.GPUs) (inventory.Spec, error) {
 	spec := inventory.Spec{Product: g.Product, Count: g.Count}
+	if g.DRA > 0 {
+		return spec, fmt.Errorf("%d GPUs served through DRA: kind workers serve GPUs through the device plugin only (set DRA to 0)", g.DRA)
+	}
 	if _, err := mig.Lookup(g.Product); err != nil {
 		spec.MemoryMiB = int64(g.MemoryMiB) // only products outside the MIG catalog need it
 	}

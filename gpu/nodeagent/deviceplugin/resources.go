@@ -27,9 +27,11 @@ type Resource struct {
 // Resources maps an inventory to device-plugin resources with the mixed MIG
 // strategy: a GPU with MIG disabled is one nvidia.com/gpu device (its UUID);
 // every MIG device of an enabled GPU is one nvidia.com/mig-<profile> device
-// (its MIG UUID). Resources without devices are left out; the result is
-// sorted by name and agrees with inventory.Capacity(inv, StrategyMixed).
+// (its MIG UUID). GPUs served through DRA (inventory.GPU.DRA) are left out,
+// and so are resources without devices; the result is sorted by name and
+// agrees with inventory.Capacity(inv, StrategyMixed).
 func Resources(inv inventory.Inventory) []Resource {
+	inv, _ = inventory.SplitDRA(inv)
 	byName := map[string]*Resource{}
 	add := func(name, id string) {
 		r, ok := byName[name]

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/cmd/gpuvc/commands/cli"
+	"github.com/gpuvc/gpuvc/gpu/dra"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
@@ -38,6 +39,9 @@ type flags struct {
 	once            bool
 	devicePlugin    bool
 	devicePluginDir string
+	dra             bool
+	kubeletDir      string
+	cdiDir          string
 	verbosity       int
 	gpuFailure      string
 	injectFailures  string
@@ -64,7 +68,8 @@ func newCommand(streams cli.Streams, globals *cli.Globals, f *flags) *cobra.Comm
 			"gpuvc.dev/gpu-inventory and, unless GPU Feature Discovery labels the node, the labels\n" +
 			"GFD would set (nvidia.com/gpu.product, ...). GPUs are read with NVML, or simulated with\n" +
 			"--simulate on nodes without GPUs; --device-plugin then also serves the simulated GPUs\n" +
-			"to the kubelet as nvidia.com/gpu and nvidia.com/mig-<profile> (mixed strategy).\n" +
+			"to the kubelet as nvidia.com/gpu and nvidia.com/mig-<profile> (mixed strategy), and --dra\n" +
+			"those the spec hands to DRA (dra=<n>) through a DRA kubelet plugin (ResourceSlices, CDI).\n" +
 			"It also watches the GPUs' health (NVML events: critical XIDs, double-bit ECC, lost GPUs)\n" +
 			"and, per --gpu-failure, sets the Node condition GPUHealthy, taints, cordons and drains.\n" +
 			"It judges the node's NVIDIA container toolkit configuration and, per --gpu-runtime, sets\n" +
@@ -73,7 +78,8 @@ func newCommand(streams cli.Streams, globals *cli.Globals, f *flags) *cobra.Comm
 			"Needs RBAC get and patch on nodes; with health watching or the runtime check also patch nodes/status and\n" +
 			"create events; with cordon-drain also list pods and create pods/eviction.",
 		Example: "  gpuvc agent --node-name=$(NODE_NAME)\n" +
-			"  gpuvc agent --simulate product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced --device-plugin",
+			"  gpuvc agent --simulate product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced --device-plugin\n" +
+			"  gpuvc agent --simulate product=NVIDIA-A100-SXM4-80GB,count=8,dra=2 --device-plugin --dra",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return run(cmd.Context(), streams, globals, f, cmd.Flags())
@@ -88,6 +94,9 @@ func newCommand(streams cli.Streams, globals *cli.Globals, f *flags) *cobra.Comm
 	fs.BoolVar(&f.once, "once", false, "publish once, print the result and exit")
 	fs.BoolVar(&f.devicePlugin, "device-plugin", false, "also serve the simulated GPUs to the kubelet through the device-plugin API (needs --simulate)")
 	fs.StringVar(&f.devicePluginDir, "device-plugin-dir", deviceplugin.DefaultDir, "the kubelet's device-plugin folder (holds kubelet.sock)")
+	fs.BoolVar(&f.dra, "dra", false, "also serve the simulated GPUs the spec hands to DRA (--simulate ...,dra=<n>) through a DRA kubelet plugin: ResourceSlices of driver "+contract.DRADriver+", CDI specs that give a container its device's UUID")
+	fs.StringVar(&f.kubeletDir, "kubelet-dir", dra.DefaultKubeletDir, "the kubelet's root folder (--root-dir): the DRA plugin registers in its plugins_registry")
+	fs.StringVar(&f.cdiDir, "cdi-dir", dra.DefaultCDIDir, "a folder the container runtime reads CDI specs from (containerd: one of cdi_spec_dirs), where the DRA plugin writes them")
 	fs.IntVar(&f.verbosity, "v", 0, "log verbosity")
 	fs.StringVar(&f.gpuFailure, "gpu-failure", string(nodeagent.HealthTaint), "what to do when a GPU fails (critical XID, double-bit ECC, lost): report (condition GPUHealthy, annotation, events, metrics), taint (also taint gpuvc.dev/gpu-unhealthy:NoSchedule), cordon-drain (also cordon and evict the pods on the failed GPU) or off (no health watching)")
 	fs.StringVar(&f.injectFailures, "inject-gpu-failures", "", "with --simulate: a file whose lines inject failures of simulated GPUs: \"<gpu index or UUID> xid=<n>|ecc|lost\"")
@@ -114,6 +123,7 @@ func (f *flags) options(fs *pflag.FlagSet) (nodeagent.Options, error) {
 	o := nodeagent.Options{
 		NodeName: f.nodeName, Interval: f.interval, Once: f.once,
 		DevicePlugin: f.devicePlugin, DevicePluginDir: f.devicePluginDir,
+		DRA: f.dra, KubeletDir: f.kubeletDir, CDIDir: f.cdiDir,
 		InjectFailures: f.injectFailures, PodResourcesSocket: f.podResources,
 		ToolkitConfig: f.toolkitConfig, HostRoot: f.hostRoot, DeviceListStrategy: f.deviceStrategy,
 		// A simulated node without --nvidia-toolkit-config has the hardened
@@ -164,12 +174,24 @@ func (f *flags) options(fs *pflag.FlagSet) (nodeagent.Options, error) {
 	if f.devicePlugin && f.once {
 		return o, errors.New("--device-plugin must keep running for the kubelet: drop --once")
 	}
+	if f.dra && f.once {
+		return o, errors.New("--dra must keep running for the kubelet: drop --once")
+	}
+	if f.dra && f.simulate == "" {
+		return o, errors.New("--dra serves simulated GPUs only: add --simulate ...,dra=<n> (real GPUs need NVIDIA's DRA driver)")
+	}
 	if f.simulate == "" {
 		return o, nil
 	}
 	spec, err := nodeagent.ParseSpec(f.simulate)
 	if err != nil {
 		return o, fmt.Errorf("--simulate %q: %w", f.simulate, err)
+	}
+	if f.dra && spec.DRA == 0 {
+		return o, fmt.Errorf("--dra: --simulate %q hands no GPU to DRA: add dra=<n> (the last n of the %d GPUs)", f.simulate, spec.Count)
+	}
+	if f.devicePlugin && spec.DRA == spec.Count {
+		return o, fmt.Errorf("--device-plugin: --simulate %q hands every GPU to DRA (dra=%d): drop --device-plugin or lower dra", f.simulate, spec.DRA)
 	}
 	o.Simulated = &spec
 	return o, nil
