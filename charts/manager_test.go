@@ -23,7 +23,7 @@ var managerFlags = []string{
 	"--team-server-url", "--control-plane-pool", "--system-pool", "--reserve-image", "--team-workers",
 	"--ephemeral-vclusters", "--sync-real-nodes", "--webhook-cert-secret", "--vcluster-values",
 	"--agent-metrics-port", "--kueue-user", "--not-queued-after", "--vcluster-metrics-proxy",
-	"--usage-history-pool", "--accounting-deleted-team-retention",
+	"--usage-history-pool", "--accounting-deleted-team-retention", "--host-storage-classes",
 }
 
 const defaultImage = "ghcr.io/gpuvc/gpuvc:0.1.0"
@@ -60,6 +60,8 @@ func TestManagerArgs(t *testing.T) {
 			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage, "--ephemeral-vclusters"})},
 		"real nodes": {defaultImage, concat(common, leader, chart,
 			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage, "--sync-real-nodes"})},
+		"host storage classes": {defaultImage, concat(common, leader, chart,
+			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage, "--host-storage-classes"})},
 		"platform vCluster values": {defaultImage, concat(common, leader, chart,
 			[]string{"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage, "--vcluster-values=/etc/gpuvc/vcluster-values.yaml"})},
 		"one replica without leader election": {defaultImage, concat(common, chart,

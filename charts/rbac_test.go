@@ -235,10 +235,11 @@ func rotatorNeeds() []request {
 }
 
 // clusterRBACNeeds are requests the manager needs only when vCluster's chart adds
-// a ClusterRole and binding per team (--sync-real-nodes or vcluster.dra), which
+// a ClusterRole and binding per team (--sync-real-nodes, --host-storage-classes
+// or vcluster.dra), which
 // Helm creates and removes as the manager.
 func clusterRBACNeeds() []request {
-	const why = "vCluster's ClusterRole with --sync-real-nodes or vcluster.dra"
+	const why = "vCluster's ClusterRole with --sync-real-nodes, --host-storage-classes or vcluster.dra"
 	return concatRequests(
 		verbs([]string{"get", "create", "patch", "update", "delete"}, "rbac.authorization.k8s.io", "clusterroles", "", why),
 		verbs([]string{"get", "create", "patch", "update", "delete"}, "rbac.authorization.k8s.io", "clusterrolebindings", "", why),
@@ -254,6 +255,12 @@ func realNodesOnly() []request {
 		verbs([]string{"get"}, "", "nodes/proxy", "", why),
 		verbs([]string{"get"}, "", "nodes/stats", "", why),
 	)
+}
+
+// storageClassReads are what vCluster's ClusterRole grants with
+// --sync-real-nodes or --host-storage-classes: the host's StorageClasses.
+func storageClassReads() []request {
+	return verbs([]string{"get", "list", "watch"}, "storage.k8s.io", "storageclasses", "", "vCluster's ClusterRole with --sync-real-nodes or --host-storage-classes")
 }
 
 // draOnly are the reads vCluster's ClusterRole grants a spec.dra team's syncer
@@ -305,13 +312,15 @@ func TestManagerRBAC(t *testing.T) {
 			}
 			realNodes := slices.Contains(c.Args, "--sync-real-nodes")
 			dra := strings.Contains(values, "dra: true")
+			storageClasses := realNodes || slices.Contains(c.Args, "--host-storage-classes")
 			for _, set := range []struct {
 				on     bool
 				what   string
 				grants []request
 			}{
-				{realNodes || dra, "--sync-real-nodes or vcluster.dra", clusterRBACNeeds()},
+				{realNodes || dra || storageClasses, "--sync-real-nodes, --host-storage-classes or vcluster.dra", clusterRBACNeeds()},
 				{realNodes, "--sync-real-nodes", realNodesOnly()},
+				{storageClasses, "--sync-real-nodes or --host-storage-classes", storageClassReads()},
 				{dra, "vcluster.dra", draOnly()},
 			} {
 				if set.on {

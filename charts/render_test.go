@@ -156,6 +156,8 @@ agent:
 vcluster: {syncRealNodes: true}`,
 	"dra": `
 vcluster: {dra: true}`,
+	"host storage classes": `
+vcluster: {hostStorageClasses: true}`,
 	"platform vCluster values": `
 vcluster:
   values:

@@ -88,9 +88,9 @@ func buildValues(spec Spec) values {
 		Telemetry:    telemetryValues{Enabled: false},
 		Integrations: integrationsValues{MetricsServer: metricsServer(spec)},
 	}
-	if spec.SyncRealNodes {
-		// Cluster-wide reads come with the ClusterRole that syncing real nodes
-		// installs anyway: the host's StorageClasses are visible to the team.
+	if spec.SyncRealNodes || spec.HostStorageClasses {
+		// Cluster-wide reads come with the ClusterRole vCluster's chart installs
+		// for either: the host's StorageClasses are visible to the team.
 		v.Sync.FromHost.StorageClasses = &autoToggleValues{Enabled: "true"}
 	}
 	if spec.DRA {

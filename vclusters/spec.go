@@ -47,6 +47,11 @@ type Spec struct {
 	// get/list/watch on pods and nodes, so a compromised control plane could read
 	// every other team's pod specs. Off by default.
 	SyncRealNodes bool
+	// HostStorageClasses shows the host's StorageClasses in the virtual cluster
+	// (read-only: `kubectl get storageclass`), as SyncRealNodes does too. vCluster's
+	// chart then installs a ClusterRole per team granting their read, so the
+	// manager needs to write cluster RBAC; storage class names are all it reveals.
+	HostStorageClasses bool
 	// MetricsProxy has the control plane proxy the host's Metrics API, so
 	// `kubectl top pods` works through the team's kubeconfig (the team's pods
 	// only; nodes too with SyncRealNodes). Only where the host runs

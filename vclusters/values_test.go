@@ -120,6 +120,13 @@ func TestBuildValues(t *testing.T) {
 				v.Integrations.MetricsServer.Nodes = false
 			}),
 		},
+		"host StorageClasses without real nodes (their own ClusterRole)": {
+			spec: makeSpec(func(s *Spec) { s.SyncRealNodes = false; s.HostStorageClasses = true }),
+			want: wantValues(func(v *values) {
+				v.Sync.FromHost.Nodes.Enabled = false
+				v.Integrations.MetricsServer.Nodes = false
+			}),
+		},
 		"host without a Metrics API: no proxy (its API would block namespace deletion in the team's cluster)": {
 			spec: makeSpec(func(s *Spec) { s.MetricsProxy = false }),
 			want: wantValues(func(v *values) { v.Integrations.MetricsServer = metricsServerValues{} }),

@@ -92,6 +92,14 @@ func TestTeamMembersDay(t *testing.T) {
 		})
 	})
 
+	t.Run("the host's StorageClasses are listed in the team's cluster", func(t *testing.T) {
+		// The local stack installs gpuvc with vcluster.hostStorageClasses.
+		eventually(ctx, t, "kubectl get storageclass listing the host's default class", func(ctx context.Context) (bool, string) {
+			out, err := kubectlOutput(ctx, d.kubeconfig, "get", "storageclass", "-o", "name")
+			return err == nil && strings.Contains(out, "storageclass.storage.k8s.io/standard"), out + fmt.Sprint(err)
+		})
+	})
+
 	t.Run("a claim over the storage quota says why in the team's cluster", func(t *testing.T) {
 		d.apply(t, "huge", tooBigClaim)
 		eventually(ctx, t, "a warning on the claim naming the quota", func(ctx context.Context) (bool, string) {

@@ -15,6 +15,7 @@ import (
 // built here, team kubeconfigs pointing at each vCluster's ClusterIP (the node
 // runs kube-proxy, so ClusterIPs route from this machine), and no agent
 // DaemonSet: the node's own GPU agent daemon serves and publishes its GPUs;
+// the host's StorageClasses shown to teams;
 // StatefulSet pods' hosts rewrite runs from the workload image.
 func Values() map[string]any {
 	repo, tag, _ := strings.Cut(images.GpuvcRef, ":")
@@ -31,6 +32,9 @@ func Values() map[string]any {
 		"vcluster": map[string]any{
 			"chart":     map[string]any{"dir": images.VClusterChartInImage},
 			"ephemeral": true,
+			// Teams see the host's StorageClasses (`standard`, local-path), as on
+			// a cluster of their own.
+			"hostStorageClasses": true,
 			"values": map[string]any{
 				// vCluster rewrites a StatefulSet pod's /etc/hosts with an init
 				// container (sed) from mirror.gcr.io/library/alpine, which no node

@@ -77,6 +77,9 @@ type Options struct {
 	// SyncRealNodes shows teams their pool's real nodes; it grants every team's
 	// control plane cluster-wide read of pods (see vclusters.Spec.SyncRealNodes).
 	SyncRealNodes bool
+	// HostStorageClasses shows teams the host's StorageClasses (see
+	// vclusters.Spec.HostStorageClasses).
+	HostStorageClasses bool
 	// MetricsProxy says whether a team's vCluster proxies the host's Metrics
 	// API (kubectl top through the team's kubeconfig); nil: never. See
 	// MetricsProxy for the modes.

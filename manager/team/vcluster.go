@@ -33,15 +33,16 @@ func (r *Reconciler) vclusterSpec(t *gpuvcv1.Team) vclusters.Spec {
 		extra = nil
 	}
 	return vclusters.Spec{
-		Name:             gpuvcv1.ReleaseName(t),
-		Namespace:        gpuvcv1.HostNamespace(t.Name),
-		Pool:             t.Spec.Pool,
-		KubeconfigServer: r.serverURL(t),
-		ContextName:      t.Name,
-		ControlPlanePool: r.opts.ControlPlanePool,
-		Persistence:      r.opts.Persistence,
-		SyncRealNodes:    r.opts.SyncRealNodes,
-		DRA:              t.Spec.DRA != nil,
+		Name:               gpuvcv1.ReleaseName(t),
+		Namespace:          gpuvcv1.HostNamespace(t.Name),
+		Pool:               t.Spec.Pool,
+		KubeconfigServer:   r.serverURL(t),
+		ContextName:        t.Name,
+		ControlPlanePool:   r.opts.ControlPlanePool,
+		Persistence:        r.opts.Persistence,
+		SyncRealNodes:      r.opts.SyncRealNodes,
+		HostStorageClasses: r.opts.HostStorageClasses,
+		DRA:                t.Spec.DRA != nil,
 		// A namespace enforcing "restricted" admits only non-root control planes.
 		RunAsNonRoot: t.Spec.PodSecurity == "restricted",
 		// KAI's pod-grouper must see synced pods without vCluster's owner reference.

@@ -49,6 +49,7 @@ type flags struct {
 	notQueuedAfter          time.Duration
 	ephemeral               bool
 	syncRealNodes           bool
+	hostStorageClasses      bool
 	metricsProxy            string
 	installCRDs             bool
 	devLogs                 bool
@@ -100,6 +101,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.StringSliceVar(&f.usageHistoryPools, "usage-history-pool", nil, "pools (comma-separated or repeated) whose queueing teams share their GPUs by usage history: one Kueue ClusterQueue per pool with AdmissionFairSharing, where a freed GPU goes to the team with the least recent use for its spec.queueing.weight, instead of a ClusterQueue per team with guarantees reclaimed by preemption; Kueue's configuration must set admissionFairSharing (docs/queueing.md)")
 	fs.BoolVar(&f.ephemeral, "ephemeral-vclusters", false, "keep vCluster datastores in emptyDir (no storage provisioner; data lost on restart)")
 	fs.BoolVar(&f.syncRealNodes, "sync-real-nodes", false, "show teams their pool's real nodes; costs isolation: every team's vCluster can then read all pods of the host")
+	fs.BoolVar(&f.hostStorageClasses, "host-storage-classes", false, "show teams the host's StorageClasses (kubectl get storageclass in their cluster); each team's vCluster gets a ClusterRole to read them, which the manager creates (chart value vcluster.hostStorageClasses)")
 	fs.StringVar(&f.metricsProxy, "vcluster-metrics-proxy", team.MetricsProxyAuto, "whether teams' vClusters proxy the host's Metrics API (kubectl top through a team's kubeconfig): auto (while the host serves metrics.k8s.io, e.g. metrics-server), on or off; without metrics-server on the host the proxied API would keep teams' namespaces from being deleted")
 	fs.BoolVar(&f.installCRDs, "install-crds", false, "create or update the Team CRD at start")
 	fs.BoolVar(&f.devLogs, "dev-logs", false, "human-readable development logs")
@@ -196,6 +198,7 @@ func run(cmd *cobra.Command, streams cli.Streams, globals *cli.Globals, f *flags
 			ControlPlanePool:     f.controlPlanePool,
 			Persistence:          vclusters.Persistence{Ephemeral: f.ephemeral},
 			SyncRealNodes:        f.syncRealNodes,
+			HostStorageClasses:   f.hostStorageClasses,
 			MetricsProxy:         metricsProxy,
 			Workers:              f.teamWorkers,
 			UsageHistoryPools:    f.usageHistoryPools,
