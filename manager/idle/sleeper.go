@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/api/teamstatus"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/teamevents"
 )
 
 // PortRange is an inclusive range of TCP ports.
@@ -58,6 +59,10 @@ type Options struct {
 	// Dial connects the waker to the control plane. Default: a net.Dialer with a
 	// 10s timeout; tests stand in for a control plane where no container runs.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// TeamEvents, when set, tells each team in its own virtual cluster what the
+	// policy did (teamevents: written before the control plane scales to zero,
+	// held while it sleeps).
+	TeamEvents *teamevents.Recorder
 }
 
 func (o Options) withDefaults() Options {
@@ -247,20 +252,21 @@ func (s *Sleeper) tickTeam(ctx context.Context, t *gpuvcv1.Team) error {
 		if err := s.route(ctx, v, l.port); err != nil {
 			return err
 		}
-		s.event(t, corev1.EventTypeNormal, "Drowsy", "Route", msg)
+		s.event(ctx, t, corev1.EventTypeNormal, "Drowsy", "Route", msg)
 	case actUnroute:
 		if err := s.unroute(ctx, v); err != nil {
 			return err
 		}
-		s.event(t, corev1.EventTypeNormal, "Awake", "Unroute", msg)
+		s.event(ctx, t, corev1.EventTypeNormal, "Awake", "Unroute", msg)
 	case actSleep:
+		s.tellTeamAsleep(ctx, t, msg)
 		if err := s.sleep(ctx, v); err != nil {
 			return err
 		}
-		s.event(t, corev1.EventTypeNormal, "Asleep", "Sleep", "vCluster control plane scaled to zero: "+msg)
+		s.hostEvent(t, corev1.EventTypeNormal, "Asleep", "Sleep", "vCluster control plane scaled to zero: "+msg)
 		return s.setCondition(ctx, t, true, reason, msg, func(st *gpuvcv1.IdleStatus) { st.AsleepSince = nowTime(s) })
 	case actWake:
-		s.event(t, corev1.EventTypeNormal, "Waking", "Wake", msg)
+		s.event(ctx, t, corev1.EventTypeNormal, "Waking", "Wake", msg)
 		if _, err := s.ensureAwake(ctx, v); err != nil {
 			return err
 		}
@@ -312,7 +318,7 @@ func (s *Sleeper) wake(ctx context.Context, v vcluster) (string, error) {
 	})
 	if err != nil {
 		msg := fmt.Sprintf("the control plane did not become ready within %v: %v", s.opts.WakeTimeout, err)
-		s.event(t, corev1.EventTypeWarning, "WakeFailed", "Wake", msg)
+		s.event(ctx, t, corev1.EventTypeWarning, "WakeFailed", "Wake", msg)
 		return "", errors.New(msg)
 	}
 	latency := s.opts.Clock.Since(began)
@@ -328,7 +334,7 @@ func (s *Sleeper) wake(ctx context.Context, v vcluster) (string, error) {
 		}
 	}()
 	msg := fmt.Sprintf("woken by a connection in %v", latency.Round(time.Millisecond))
-	s.event(t, corev1.EventTypeNormal, "Awake", "Wake", msg)
+	s.event(ctx, t, corev1.EventTypeNormal, "Awake", "Wake", msg)
 	_ = s.setCondition(ctx, t, false, gpuvcv1.ReasonAwake, msg, func(st *gpuvcv1.IdleStatus) {
 		st.AsleepSince = nil
 		st.LastWake = &gpuvcv1.Wake{At: metav1.NewTime(began), Latency: metav1.Duration{Duration: latency}}
@@ -340,10 +346,28 @@ func (s *Sleeper) poll(ctx context.Context, timeout time.Duration, f wait.Condit
 	return wait.PollUntilContextTimeout(ctx, s.opts.PollInterval, timeout, true, f)
 }
 
-func (s *Sleeper) event(t *gpuvcv1.Team, typ, reason, action, msg string) {
+// event records a decision on the host Team and in the team's own virtual
+// cluster (where it waits, held, while the control plane sleeps).
+func (s *Sleeper) event(ctx context.Context, t *gpuvcv1.Team, typ, reason, action, msg string) {
+	s.hostEvent(t, typ, reason, action, msg)
+	s.opts.TeamEvents.Record(ctx, t, typ, reason, action, msg)
+}
+
+// hostEvent records on the host Team only: what the platform engineer did
+// wrong, or what the team was told already.
+func (s *Sleeper) hostEvent(t *gpuvcv1.Team, typ, reason, action, msg string) {
 	if s.recorder != nil {
 		s.recorder.Eventf(t, nil, typ, reason, action, "%s", msg)
 	}
+}
+
+// tellTeamAsleep tells the team its vCluster goes to sleep while its control
+// plane still serves: once it is scaled to zero, any write would wait for the
+// next wake.
+func (s *Sleeper) tellTeamAsleep(ctx context.Context, t *gpuvcv1.Team, why string) {
+	s.opts.TeamEvents.Record(ctx, t, corev1.EventTypeNormal, "Asleep", "Sleep",
+		"the virtual cluster goes to sleep now (its control plane is scaled to zero): "+why+
+			"; the next request through your kubeconfig wakes it and waits until it serves")
 }
 
 // setCondition writes the Asleep condition and status.idle when they change. It
