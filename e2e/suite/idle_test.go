@@ -91,7 +91,35 @@ func TestVClusterSleepsAndWakesOnTheRealNode(t *testing.T) {
 			}
 		}
 	}
-	r := gpuvc(t, "team", "get", team)
+	// The team saw each sleep and wake in its own cluster, through its own
+	// kubeconfig (manager/teamevents): on the virtual Namespace default.
+	eventually(ctx, t, "the team's events of its sleeps and wakes, read with its kubeconfig", func(ctx context.Context) (bool, string) {
+		reasons, err := teamEventReasons(ctx, kc)
+		if err != nil {
+			return false, err.Error()
+		}
+		return countOf(reasons, "Asleep") >= 3 && countOf(reasons, "Awake") >= 3, fmt.Sprint(reasons)
+	})
+
+	// A quota change while the vCluster sleeps waits for it and reaches the
+	// team after the wake.
+	r := gpuvc(t, "team", "sleep", team, "--wait", "--timeout", "3m")
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.out, r.errOut)
+	kubectl(ctx, t, backend.Kubeconfig(), "patch", "team", team, "--type", "merge", "-p", `{"spec":{"quota":{"gpus":2}}}`)
+	eventually(ctx, t, "the quota change in the team's own cluster after a wake", func(ctx context.Context) (bool, string) {
+		messages, err := teamEventMessages(ctx, kc, "QuotaChanged") // the request wakes the vCluster
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range messages {
+			if strings.Contains(m, "requests.nvidia.com/gpu 1 → 2") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(messages)
+	})
+
+	r = gpuvc(t, "team", "get", team)
 	require.Contains(t, r.out, "last wake took", r.out)
 	events := gpuvc(t, "team", "get", team, "-o", "yaml")
 	require.Contains(t, events.out, "lastWake")
@@ -123,4 +151,45 @@ func serviceDestinations(ctx context.Context, port string) ([]string, error) {
 		dest = append(dest, f[len(f)-1])
 	}
 	return dest, nil
+}
+
+// teamEventReasons are the reasons of gpuvc's events in the team's own cluster,
+// as the team's kubeconfig reads them.
+func teamEventReasons(ctx context.Context, kubeconfig string) ([]string, error) {
+	return teamEventField(ctx, kubeconfig, "", "{.reason}")
+}
+
+// teamEventMessages are the messages of gpuvc's events of one reason in the
+// team's own cluster.
+func teamEventMessages(ctx context.Context, kubeconfig, reason string) ([]string, error) {
+	return teamEventField(ctx, kubeconfig, reason, "{.message}")
+}
+
+func teamEventField(ctx context.Context, kubeconfig, reason, field string) ([]string, error) {
+	selector := "involvedObject.kind=Namespace,involvedObject.name=default,source=gpuvc"
+	if reason != "" {
+		selector += ",reason=" + reason
+	}
+	out, err := kubectlOutput(ctx, kubeconfig, "get", "events", "-n", "default", "--field-selector", selector,
+		"-o", "jsonpath={range .items[*]}"+field+"{\"\\n\"}{end}")
+	if err != nil {
+		return nil, fmt.Errorf("%v: %s", err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines, nil
+}
+
+func countOf(items []string, want string) int {
+	n := 0
+	for _, i := range items {
+		if i == want {
+			n++
+		}
+	}
+	return n
 }
