@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,14 +36,25 @@ func connect(ctx context.Context, reader client.Reader, dial func(context.Contex
 	}
 	cfg.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) { return dial(ctx, network, addr) }
 	cfg.UserAgent = "gpuvc-manager/team-events"
-	cs, err := kubernetes.NewForConfig(cfg)
+	// A client of its own, whose connections are closed after the write: the
+	// next event may find another pod, or none.
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return events{cs}, nil
+	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	return events{cs: cs, hc: hc}, nil
 }
 
-type events struct{ cs kubernetes.Interface }
+type events struct {
+	cs kubernetes.Interface
+	hc *http.Client
+}
+
+func (e events) Close() { e.hc.CloseIdleConnections() }
 
 func (e events) Create(ctx context.Context, ev *corev1.Event) error {
 	_, err := e.cs.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})

@@ -49,9 +49,10 @@ type Recorder struct {
 	seq   uint64 // makes event names unique when the clock stands still
 }
 
-// sink creates events in one virtual cluster.
+// sink creates events in one virtual cluster; Close lets its connections go.
 type sink interface {
 	Create(ctx context.Context, ev *corev1.Event) error
+	Close()
 }
 
 // held is one team's events not written yet; its mutex keeps them in order.
@@ -191,6 +192,7 @@ func (r *Recorder) write(ctx context.Context, team string, h *held) {
 	if s == nil {
 		return // the control plane does not serve: asleep or starting
 	}
+	defer s.Close()
 	if h.dropped > 0 {
 		logger.Info("team events dropped while its control plane did not serve", "dropped", h.dropped)
 		h.dropped = 0

@@ -31,6 +31,8 @@ func (f *fakeCluster) Create(_ context.Context, ev *corev1.Event) error {
 	return nil
 }
 
+func (f *fakeCluster) Close() {}
+
 func newTestRecorder(f *fakeCluster, clk *clocktesting.FakeClock, held int) *Recorder {
 	r := New(nil, Options{Clock: clk, Held: held})
 	r.connect = func(context.Context, string, string) (sink, error) {
