@@ -171,6 +171,9 @@ func (s *Sleeper) Tick(ctx context.Context) {
 		if err := s.tickTeam(ctx, t); err != nil && ctx.Err() == nil {
 			log.FromContext(ctx).Error(err, "idle policy", "team", t.Name)
 		}
+		// What waited for the team's control plane, retried at each look (no
+		// request when nothing waits).
+		s.opts.TeamEvents.Flush(ctx, t)
 	}
 }
 
@@ -334,12 +337,31 @@ func (s *Sleeper) wake(ctx context.Context, v vcluster) (string, error) {
 		}
 	}()
 	msg := fmt.Sprintf("woken by a connection in %v", latency.Round(time.Millisecond))
-	s.event(ctx, t, corev1.EventTypeNormal, "Awake", "Wake", msg)
+	s.hostEvent(t, corev1.EventTypeNormal, "Awake", "Wake", msg)
+	s.opts.TeamEvents.Record(ctx, t, corev1.EventTypeNormal, "Awake", "Wake", msg+sleptFor(t))
 	_ = s.setCondition(ctx, t, false, gpuvcv1.ReasonAwake, msg, func(st *gpuvcv1.IdleStatus) {
 		st.AsleepSince = nil
 		st.LastWake = &gpuvcv1.Wake{At: metav1.NewTime(began), Latency: metav1.Duration{Duration: latency}}
 	})
 	return target, nil
+}
+
+// sleptFor says, for the team's Awake event, since when and why its cluster
+// slept, from t as it was before the wake: a vCluster with an ephemeral
+// datastore (a Deployment) comes back empty, without the Asleep event it was
+// told before the scale to zero.
+func sleptFor(t *gpuvcv1.Team) string {
+	var since, why string
+	if t.Status.Idle != nil && t.Status.Idle.AsleepSince != nil {
+		since = " since " + t.Status.Idle.AsleepSince.UTC().Format(time.RFC3339)
+	}
+	if c := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionAsleep); c != nil && c.Reason == gpuvcv1.ReasonAsleep {
+		why = " (" + c.Message + ")"
+	}
+	if since == "" && why == "" {
+		return ""
+	}
+	return "; it was asleep" + since + why
 }
 
 func (s *Sleeper) poll(ctx context.Context, timeout time.Duration, f wait.ConditionWithContextFunc) error {
