@@ -113,12 +113,16 @@ type Sleeper struct {
 	lastActivity map[string]time.Time // per team
 	listeners    map[string]*listener
 	wakes        map[string]*wakeCall
+	// sleptWhy is why each sleeping team was put to sleep, for its Awake event
+	// (the Asleep condition's message says only that it sleeps); lost with a
+	// restart, when the event says since when alone.
+	sleptWhy map[string]string
 }
 
 // New returns a Sleeper; add it to a manager with mgr.Add.
 func New(c client.Client, reader client.Reader, recorder events.EventRecorder, opts Options) *Sleeper {
 	return &Sleeper{client: c, reader: reader, recorder: recorder, opts: opts.withDefaults(), ctx: context.Background(), poke: make(chan struct{}, 1),
-		lastActivity: map[string]time.Time{}, listeners: map[string]*listener{}, wakes: map[string]*wakeCall{}}
+		lastActivity: map[string]time.Time{}, listeners: map[string]*listener{}, wakes: map[string]*wakeCall{}, sleptWhy: map[string]string{}}
 }
 
 // Start looks at every team now and then every Interval until ctx ends.
@@ -338,7 +342,11 @@ func (s *Sleeper) wake(ctx context.Context, v vcluster) (string, error) {
 	}()
 	msg := fmt.Sprintf("woken by a connection in %v", latency.Round(time.Millisecond))
 	s.hostEvent(t, corev1.EventTypeNormal, "Awake", "Wake", msg)
-	s.opts.TeamEvents.Record(ctx, t, corev1.EventTypeNormal, "Awake", "Wake", msg+sleptFor(t))
+	s.mu.Lock()
+	why := s.sleptWhy[t.Name]
+	delete(s.sleptWhy, t.Name)
+	s.mu.Unlock()
+	s.opts.TeamEvents.Record(ctx, t, corev1.EventTypeNormal, "Awake", "Wake", msg+sleptFor(t, why))
 	_ = s.setCondition(ctx, t, false, gpuvcv1.ReasonAwake, msg, func(st *gpuvcv1.IdleStatus) {
 		st.AsleepSince = nil
 		st.LastWake = &gpuvcv1.Wake{At: metav1.NewTime(began), Latency: metav1.Duration{Duration: latency}}
@@ -346,17 +354,17 @@ func (s *Sleeper) wake(ctx context.Context, v vcluster) (string, error) {
 	return target, nil
 }
 
-// sleptFor says, for the team's Awake event, since when and why its cluster
-// slept, from t as it was before the wake: a vCluster with an ephemeral
-// datastore (a Deployment) comes back empty, without the Asleep event it was
-// told before the scale to zero.
-func sleptFor(t *gpuvcv1.Team) string {
-	var since, why string
+// sleptFor says, for the team's Awake event, since when (from t as it was
+// before the wake) and why (what this manager told the team then) its cluster
+// slept: a vCluster with an ephemeral datastore (a Deployment) comes back
+// empty, without the Asleep event it was told before the scale to zero.
+func sleptFor(t *gpuvcv1.Team, why string) string {
+	var since string
 	if t.Status.Idle != nil && t.Status.Idle.AsleepSince != nil {
 		since = " since " + t.Status.Idle.AsleepSince.UTC().Format(time.RFC3339)
 	}
-	if c := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionAsleep); c != nil && c.Reason == gpuvcv1.ReasonAsleep {
-		why = " (" + c.Message + ")"
+	if why != "" {
+		why = " (" + why + ")"
 	}
 	if since == "" && why == "" {
 		return ""
@@ -387,6 +395,9 @@ func (s *Sleeper) hostEvent(t *gpuvcv1.Team, typ, reason, action, msg string) {
 // plane still serves: once it is scaled to zero, any write would wait for the
 // next wake.
 func (s *Sleeper) tellTeamAsleep(ctx context.Context, t *gpuvcv1.Team, why string) {
+	s.mu.Lock()
+	s.sleptWhy[t.Name] = why
+	s.mu.Unlock()
 	s.opts.TeamEvents.Record(ctx, t, corev1.EventTypeNormal, "Asleep", "Sleep",
 		"the virtual cluster goes to sleep now (its control plane is scaled to zero): "+why+
 			"; the next request through your kubeconfig wakes it and waits until it serves")

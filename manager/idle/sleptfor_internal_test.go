@@ -12,13 +12,8 @@ import (
 
 func TestSleptForTellsSinceWhenAndWhy(t *testing.T) {
 	since := metav1.NewTime(time.Date(2026, 11, 28, 14, 36, 51, 0, time.UTC))
-	asleep := func(reason string) *gpuvcv1.Team {
-		return &gpuvcv1.Team{Status: gpuvcv1.TeamStatus{
-			Idle:       &gpuvcv1.IdleStatus{AsleepSince: &since},
-			Conditions: []metav1.Condition{{Type: gpuvcv1.ConditionAsleep, Status: metav1.ConditionTrue, Reason: reason, Message: "put to sleep on request"}},
-		}}
-	}
-	require.Equal(t, "; it was asleep since 2026-11-28T14:36:51Z (put to sleep on request)", sleptFor(asleep(gpuvcv1.ReasonAsleep)))
-	require.Equal(t, "; it was asleep since 2026-11-28T14:36:51Z", sleptFor(asleep(gpuvcv1.ReasonDrowsy)), "only an Asleep condition says why it slept")
-	require.Empty(t, sleptFor(&gpuvcv1.Team{}), "never asleep: nothing to add")
+	asleep := &gpuvcv1.Team{Status: gpuvcv1.TeamStatus{Idle: &gpuvcv1.IdleStatus{AsleepSince: &since}}}
+	require.Equal(t, "; it was asleep since 2026-11-28T14:36:51Z (put to sleep on request)", sleptFor(asleep, "put to sleep on request"))
+	require.Equal(t, "; it was asleep since 2026-11-28T14:36:51Z", sleptFor(asleep, ""), "why is unknown after a manager restart")
+	require.Empty(t, sleptFor(&gpuvcv1.Team{}, ""), "never asleep: nothing to add")
 }
