@@ -18,6 +18,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,6 +47,7 @@ import (
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager"
+	"github.com/gpuvc/gpuvc/manager/accounting"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/vclusters"
@@ -78,6 +80,7 @@ func TestInstall(t *testing.T) {
 	t.Run("manager runs as its ServiceAccount", func(t *testing.T) { runManagerAsServiceAccount(ctx, t) })
 
 	t.Run("real nodes need vcluster.syncRealNodes", func(t *testing.T) { checkRealNodes(ctx, t, h) })
+	t.Run("DRA teams need vcluster.dra", func(t *testing.T) { checkDRA(ctx, t, h) })
 
 	rel = h.upgrade(ctx, t, "certManager: {enabled: false}")
 	t.Run("self-managed certificates", func(t *testing.T) {
@@ -555,6 +558,8 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		Team: team.Options{
 			Chart: src, Persistence: vclusters.Persistence{Ephemeral: true}, WaitInterval: 300 * time.Millisecond,
 		},
+		// The ledgers in the release namespace, as the chart's POD_NAMESPACE sets it.
+		Accounting: accounting.Options{Namespace: testNamespace, Interval: time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -666,6 +671,17 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		t.Errorf("leader-election lease %s: %v %+v", LeaderElectionID, err, lease)
 	}
 
+	// The team's GPU-time ledger, written in the release namespace.
+	ledger := func(ok func(*corev1.ConfigMap) bool) error {
+		return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			cm, err := host.Client.CoreV1().ConfigMaps(testNamespace).Get(ctx, accounting.LedgerName(tm.Name, tm.UID), metav1.GetOptions{})
+			return err == nil && ok(cm), client.IgnoreNotFound(err)
+		})
+	}
+	if err := ledger(func(*corev1.ConfigMap) bool { return true }); err != nil {
+		t.Errorf("GPU-time ledger of team fraud in %s: %v", testNamespace, err)
+	}
+
 	// Deletion: Helm uninstall and the namespace, as the ServiceAccount.
 	if err := c.Delete(ctx, tm); err != nil {
 		t.Fatal(err)
@@ -686,6 +702,10 @@ func runManagerAsServiceAccount(ctx context.Context, t *testing.T) {
 		if _, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s %s after the team's deletion: %v", u.GetKind(), u.GetName(), err)
 		}
+	}
+	// Its ledger stays, marked deleted.
+	if err := ledger(func(cm *corev1.ConfigMap) bool { return cm.Annotations[accounting.AnnotationDeletedAt] != "" }); err != nil {
+		t.Errorf("GPU-time ledger of deleted team fraud not kept and marked deleted: %v", err)
 	}
 }
 
@@ -774,5 +794,52 @@ func checkRealNodes(ctx context.Context, t *testing.T, h *helmClient) {
 	}
 	if _, err := host.Client.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("vCluster's ClusterRoleBinding after uninstall: %v", err)
+	}
+}
+
+// checkDRA: a spec.dra team's vCluster syncs claims, so vCluster's chart
+// brings a Role granting them and a ClusterRole reading DeviceClasses. Without
+// vcluster.dra Helm, as the manager, is refused them; with it the manager
+// holds what both grant and installs and removes them.
+func checkDRA(ctx context.Context, t *testing.T, h *helmClient) {
+	const ns = "team-dra"
+	if _, err := host.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = host.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	}()
+	src, err := vclusterstest.ChartSource(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc, err := vclusters.New(saConfig(ctx, t, ManagerServiceAccount, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := vclusters.Spec{
+		Name: "dra", Namespace: ns, Pool: "a100", KubeconfigServer: "https://dra." + ns + ".svc",
+		Chart: src, Persistence: vclusters.Persistence{Ephemeral: true}, DRA: true,
+	}
+	if _, err := vc.Apply(ctx, spec); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("vCluster of a spec.dra team without vcluster.dra: %v, want a refusal (forbidden)", err)
+	}
+	h.upgrade(ctx, t, "vcluster: {dra: true}")
+	var applyErr error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, applyErr = vc.Apply(ctx, spec)
+		return applyErr == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("vCluster of a spec.dra team with vcluster.dra: %v", applyErr)
+	}
+	name := "vc-dra-v-" + ns
+	if cr, err := host.Client.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Errorf("vCluster's ClusterRole: %v", err)
+	} else if !slices.ContainsFunc(cr.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "deviceclasses") }) {
+		t.Errorf("vCluster's ClusterRole reads no DeviceClasses: %+v", cr.Rules)
+	}
+	if err := vc.Uninstall(ctx, spec); err != nil {
+		t.Fatalf("uninstall as the manager: %v", err)
 	}
 }

@@ -23,6 +23,7 @@ var managerFlags = []string{
 	"--team-server-url", "--control-plane-pool", "--system-pool", "--reserve-image", "--team-workers",
 	"--ephemeral-vclusters", "--sync-real-nodes", "--webhook-cert-secret", "--vcluster-values",
 	"--agent-metrics-port", "--kueue-user", "--not-queued-after", "--vcluster-metrics-proxy",
+	"--accounting-deleted-team-retention",
 }
 
 const defaultImage = "ghcr.io/gpuvc/gpuvc:0.1.0"
@@ -83,6 +84,7 @@ func TestManagerArgs(t *testing.T) {
 			"--system-pool=system",
 			"--kueue-user=system:serviceaccount:kueue:kueue,admin:kueue",
 			"--not-queued-after=2m",
+			"--accounting-deleted-team-retention=720h",
 			"--reserve-image=" + defaultImage,
 			"--agent-metrics-port=9500",
 		})},

@@ -189,6 +189,7 @@ func managerNeeds() []request {
 		verbs([]string{"get"}, "apps", "statefulsets", teamNS, "vCluster readiness"),
 		verbs([]string{"create"}, "", "pods/eviction", teamNS, "idle GPU-pod policy: Evict"),
 		verbs([]string{"get"}, "apps", "deployments", teamNS, "vCluster readiness"),
+		verbs(readWrite, "", "configmaps", testNamespace, "GPU accounting: the teams' ledgers"),
 	)
 }
 

@@ -154,6 +154,8 @@ agent:
   devicePlugin: {enabled: true}`,
 	"real nodes": `
 vcluster: {syncRealNodes: true}`,
+	"dra": `
+vcluster: {dra: true}`,
 	"platform vCluster values": `
 vcluster:
   values:
@@ -181,6 +183,7 @@ manager:
   systemPool: system
   kueueUsers: ["system:serviceaccount:kueue:kueue", "admin:kueue"]
   notQueuedAfter: 2m
+  deletedTeamRetention: 720h
   priorityClassName: platform-critical
   nodeSelector: {gpuvc.dev/pool: system}
   tolerations: [{key: dedicated, operator: Equal, value: platform, effect: NoSchedule}]
@@ -270,7 +273,8 @@ func TestRenderedObjects(t *testing.T) {
 		id("MutatingWebhookConfiguration", "", "gpuvc-syncer"),
 		id("ValidatingWebhookConfiguration", "", "gpuvc-syncer"),
 	}
-	leaderElection := []string{ns("Role", "gpuvc-manager"), ns("RoleBinding", "gpuvc-manager")}
+	// The manager's Role in the release namespace: always (the GPU-time ledgers).
+	core = append(core, ns("Role", "gpuvc-manager"), ns("RoleBinding", "gpuvc-manager"))
 	pdb := []string{ns("PodDisruptionBudget", "gpuvc-manager")}
 	metrics := []string{ns("Service", "gpuvc-metrics")}
 	certManager := []string{ns("Issuer", "gpuvc-selfsigned"), ns("Certificate", "gpuvc-webhook")}
@@ -285,22 +289,22 @@ func TestRenderedObjects(t *testing.T) {
 	// With agent.metrics (default): the agents' headless metrics Service.
 	agentRBAC = append(agentRBAC, ns("Service", "gpuvc-agent-metrics"))
 	agent := append([]string{ns("DaemonSet", "gpuvc-agent")}, agentRBAC...)
-	defaults := concat(core, leaderElection, pdb, metrics, certManager, agent)
+	defaults := concat(core, pdb, metrics, certManager, agent)
 
 	cases := map[string][]string{
 		"defaults": defaults,
-		"self-managed certificates": concat(core, leaderElection, pdb, metrics, agent,
+		"self-managed certificates": concat(core, pdb, metrics, agent,
 			[]string{ns("Secret", "gpuvc-webhook-tls")}),
-		"existing cluster issuer": concat(core, leaderElection, pdb, metrics, agent,
+		"existing cluster issuer": concat(core, pdb, metrics, agent,
 			[]string{ns("Certificate", "gpuvc-webhook")}),
-		"agent off": concat(core, leaderElection, pdb, metrics, certManager),
-		"simulated agents": concat(core, leaderElection, pdb, metrics, certManager, agentRBAC,
+		"agent off": concat(core, pdb, metrics, certManager),
+		"simulated agents": concat(core, pdb, metrics, certManager, agentRBAC,
 			[]string{ns("DaemonSet", "gpuvc-agent-a100"), ns("DaemonSet", "gpuvc-agent-h100")}),
 		"one replica without leader election": concat(core, metrics, certManager, agent),
-		"kind trial": concat(core, leaderElection, pdb, metrics, certManager, agentRBAC,
+		"kind trial": concat(core, pdb, metrics, certManager, agentRBAC,
 			[]string{ns("DaemonSet", "gpuvc-agent-a100")}),
-		"metrics off":              concat(core, leaderElection, pdb, certManager, agent),
-		"agent metrics off":        concat(core, leaderElection, pdb, metrics, certManager, agentRBACOnly, []string{ns("DaemonSet", "gpuvc-agent")}),
+		"metrics off":              concat(core, pdb, certManager, agent),
+		"agent metrics off":        concat(core, pdb, metrics, certManager, agentRBACOnly, []string{ns("DaemonSet", "gpuvc-agent")}),
 		"real nodes":               defaults,
 		"platform vCluster values": concat(defaults, []string{ns("ConfigMap", "gpuvc-vcluster-values")}),
 		"service monitor":          concat(defaults, []string{ns("ServiceMonitor", "gpuvc-manager")}),

@@ -45,7 +45,10 @@ import (
 //     owner references, spec.queueName, the admission's resource usage; its
 //     identity for the event's reference);
 //   - nodes: labels (policies, pools, accounting), spec.unschedulable and
-//     status allocatable and conditions (pool metrics).
+//     status allocatable and conditions (pool metrics);
+//   - NetworkPolicies, whole: manager/team's own (drift) and vCluster's copies
+//     of the teams' (labels, pod selector, policy types, egress rules: the
+//     same-namespace allowance).
 //
 // TestCacheKeepsWhatReadersRead pins the fields kept and that the readers
 // decide the same on trimmed objects.

@@ -279,7 +279,11 @@ func addWebhook(mgr ctrl.Manager, self string, opts Options) error {
 		Quotas:   syncer.ClientQuotaUsage{Reader: mgr.GetClient(), Name: team.QuotaName},
 		// Uncached: the cache holds only gpuvc's own Secrets; the manager's Role in
 		// every team namespace may get its ConfigMaps and Secrets.
-		EnvSources:   syncer.ClientEnvSources{Reader: mgr.GetAPIReader()},
+		EnvSources: syncer.ClientEnvSources{Reader: mgr.GetAPIReader()},
+		// Uncached too: only spec.dra teams read them, on the pods and claims
+		// they create; fresh usage narrows the GPU ceiling's race (docs/dra.md).
+		Claims:       syncer.ClientClaimSpecs{Reader: mgr.GetAPIReader()},
+		Devices:      syncer.ClientQuotaUsage{Reader: mgr.GetAPIReader(), Name: team.QuotaName},
 		MIG:          migmap.Catalog{},
 		Recorder:     mgr.GetEventRecorder("gpuvc-syncer"),
 		Metrics:      m,

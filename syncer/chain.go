@@ -42,6 +42,13 @@ type Input struct {
 	// names ("configMap/<name>", "secret/<name>"), as the handler read them;
 	// objects missing here are not judged.
 	EnvSourceKeys map[string][]string
+	// Claims are the pod's spec.resourceClaims resolved to the claim specs
+	// they name, on CREATE of a spec.dra team's workload pod; nil otherwise.
+	Claims []PodClaim
+	// DevicesUsed counts the team's whole GPUs and DRA devices now (its
+	// ResourceQuota's status), on CREATE of a spec.dra team's pod with a GPU
+	// ceiling; -1 when not read.
+	DevicesUsed int64
 	// MIG maps MIG profiles between GPU models; nil allows exact profiles only.
 	MIG MIGMapper
 }

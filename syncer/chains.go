@@ -15,7 +15,7 @@ var securityChecks = concat(concat(
 var workloadCreate = Chain{
 	Checks: concat(securityChecks, []Check{
 		checkNodeName, checkNodeAffinity,
-		checkGPUResources, checkMIGProfiles, checkGPUCount, checkShare, checkGPULimitEnv, checkResourceClaims,
+		checkGPUResources, checkMIGProfiles, checkGPUCount, checkShare, checkGPULimitEnv, checkResourceClaims, checkPodClaims, checkPodCeiling,
 	}),
 	Mutations: []Mutation{
 		mutateReservedMetadata, mutatePoolFence,

@@ -84,6 +84,25 @@ func Configurations(o ConfigOptions) (*admissionregistrationv1.MutatingWebhookCo
 			SideEffects:             sideEffects,
 			TimeoutSeconds:          ptr.To(timeout),
 			AdmissionReviewVersions: []string{"v1"},
+		}, {
+			// Dynamic Resource Allocation: what a team's claims and claim
+			// templates ask for, and who writes a claim's allocation.
+			Name:         "dra.validate.gpuvc.dev",
+			ClientConfig: client(DRAPath),
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups: []string{"resource.k8s.io"}, APIVersions: []string{"v1"},
+					Resources: []string{"resourceclaims", "resourceclaims/status", "resourceclaimtemplates"},
+					Scope:     ptr.To(admissionregistrationv1.NamespacedScope),
+				},
+			}},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			NamespaceSelector:       teams,
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To(timeout),
+			AdmissionReviewVersions: []string{"v1"},
 		}},
 	}
 	return mutating, validating

@@ -9,7 +9,7 @@ import (
 
 // Metrics are the webhook's Prometheus metrics, labelled per team.
 type Metrics struct {
-	// Requests counts admission requests by team, webhook (mutate|validate),
+	// Requests counts admission requests by team, webhook (mutate|validate|validate-dra),
 	// operation and result (allowed|patched|denied|error).
 	Requests *prometheus.CounterVec
 	// Decisions counts refusals and changes by team, webhook and reason.

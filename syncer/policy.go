@@ -40,6 +40,18 @@ type TeamPolicy struct {
 	// FractionsEnabled lets pods use the gpu-fraction / gpu-memory annotations.
 	FractionsEnabled bool
 
+	// DRA lets the team's pods use ResourceClaims (spec.resourceClaims) and
+	// the team's claims and claim templates exist in its namespace; false
+	// refuses them all.
+	DRA bool
+	// AllowedDeviceClasses are the DeviceClasses the team's claims may name
+	// (with DRA).
+	AllowedDeviceClasses []string
+	// GPUCeiling holds the team's whole GPUs (nvidia.com/gpu) and DRA devices
+	// together, on the claims the webhook admits; 0: no ceiling (the team has
+	// no GPU quota). ResourceQuota holds each resource alone.
+	GPUCeiling int64
+
 	// SchedulerName every workload pod gets ("" = default-scheduler).
 	SchedulerName string
 	// Queue is the KAI queue label every workload pod gets ("" = none: a

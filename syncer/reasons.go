@@ -35,8 +35,17 @@ const (
 	ReasonNotAsAdmitted          = "NotAsAdmitted"
 	ReasonNoTeamPolicy           = "NoTeamPolicy"
 	ReasonResourceClaim          = "ResourceClaimNotAllowed"
-	ReasonKueueGateRemoved       = "KueueGateRemoved"
-	ReasonQueueFull              = contract.ReasonQueueFull
+	// Dynamic Resource Allocation (dra.go, dra_claim.go).
+	ReasonDeviceClassNotAllowed = "DeviceClassNotAllowed"
+	ReasonDeviceAllocationAll   = "DeviceAllocationModeAll"
+	ReasonDeviceAdminAccess     = "DeviceAdminAccess"
+	ReasonDeviceToleration      = "DeviceTolerationNotAllowed"
+	ReasonDeviceCountAboveLimit = "DeviceCountAboveLimit"
+	ReasonGPUCeiling            = "GPUCeilingExceeded"
+	ReasonClaimNotFound         = "ResourceClaimNotFound"
+	ReasonClaimStatusProtected  = "ResourceClaimStatusProtected"
+	ReasonKueueGateRemoved      = "KueueGateRemoved"
+	ReasonQueueFull             = contract.ReasonQueueFull
 
 	// Changes.
 	ReasonPoolPinned               = "PoolPinned"

@@ -38,6 +38,12 @@ type Options struct {
 	// EnvSources reads the ConfigMaps and Secrets a pod's envFrom names, to
 	// refuse one that sets an NVIDIA device variable; nil judges env names only.
 	EnvSources EnvSources
+	// Claims reads the ResourceClaims and ResourceClaimTemplates a spec.dra
+	// team's pods name; nil: such pods are refused as naming none found.
+	Claims ClaimSpecs
+	// Devices reads a spec.dra team's whole GPUs and DRA devices from its
+	// ResourceQuota, for the team's GPU ceiling; nil: no ceiling check.
+	Devices DeviceUsage
 	// Recorder emits events on host pods (vCluster syncs them to the virtual pod).
 	Recorder events.EventRecorder
 	// Metrics records per-team metrics; nil records none.
@@ -82,6 +88,7 @@ func (w *Webhook) Register(srv webhook.Server) {
 	mutate, validate := w.HTTPHandlers()
 	srv.Register(MutatePath, mutate)
 	srv.Register(ValidatePath, validate)
+	srv.Register(DRAPath, &admission.Webhook{Handler: w.DRAValidator()})
 }
 
 // HTTPHandlers are the mutating and validating handlers as the API server
@@ -141,6 +148,9 @@ func (w *Webhook) input(ctx context.Context, req admission.Request) (*Input, *ad
 	}
 	if in.NodePools, err = w.resolveNodes(ctx, in); err != nil {
 		return respond(admission.Errored(500, fmt.Errorf("looking up nodes named by the pod: %w", err)))
+	}
+	if err = w.resolveClaims(ctx, req, in); err != nil {
+		return respond(admission.Errored(500, fmt.Errorf("reading the claims the pod names: %w", err)))
 	}
 	if in.EnvSourceKeys, err = w.resolveEnvSources(ctx, in); err != nil {
 		return respond(admission.Errored(500, fmt.Errorf("reading the ConfigMaps and Secrets the pod's envFrom names: %w", err)))

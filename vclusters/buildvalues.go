@@ -93,6 +93,11 @@ func buildValues(spec Spec) values {
 		// installs anyway: the host's StorageClasses are visible to the team.
 		v.Sync.FromHost.StorageClasses = &autoToggleValues{Enabled: "true"}
 	}
+	if spec.DRA {
+		on := &toggleValues{Enabled: true}
+		v.Sync.ToHost.ResourceClaims, v.Sync.ToHost.ResourceClaimTemplates = on, on
+		v.Sync.FromHost.DeviceClasses = on
+	}
 	if spec.RunAsNonRoot {
 		restrict(&v.ControlPlane)
 	}

@@ -2,6 +2,7 @@ package vclusters_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -212,5 +214,63 @@ func TestRenderRejectsUnknownKeys(t *testing.T) {
 	_, err := vclusters.Render(context.Background(), spec)
 	if err == nil || !strings.Contains(err.Error(), "imag") {
 		t.Fatalf("want a schema error naming the unknown key, got %v", err)
+	}
+}
+
+// A spec.dra team's release, rendered with the real chart: vCluster syncs its
+// claims and claim templates to the host and shows it the host's DeviceClasses;
+// its Role lets the syncer write claims (and their status: gpuvc's fences keep
+// the allocation and reservations the scheduler's) and claim templates in the
+// team's namespace only, its ClusterRole reads DeviceClasses. Without spec.dra,
+// none of it.
+func TestRenderRealChartDRA(t *testing.T) {
+	type toggle struct {
+		Enabled bool `json:"enabled"`
+	}
+	var cfg struct {
+		Sync struct {
+			ToHost struct {
+				ResourceClaims         toggle `json:"resourceClaims"`
+				ResourceClaimTemplates toggle `json:"resourceClaimTemplates"`
+			} `json:"toHost"`
+			FromHost struct {
+				DeviceClasses toggle `json:"deviceClasses"`
+			} `json:"fromHost"`
+		} `json:"sync"`
+	}
+	for _, dra := range []bool{true, false} {
+		objs := renderObjects(t, teamSpec(t, func(s *vclusters.Spec) { s.DRA = dra }))
+		if err := yaml.Unmarshal(objs["Secret/vc-config-fraud"].(*corev1.Secret).Data["config.yaml"], &cfg); err != nil {
+			t.Fatal(err)
+		}
+		got := []bool{cfg.Sync.ToHost.ResourceClaims.Enabled, cfg.Sync.ToHost.ResourceClaimTemplates.Enabled, cfg.Sync.FromHost.DeviceClasses.Enabled}
+		if diff := cmp.Diff([]bool{dra, dra, dra}, got); diff != "" {
+			t.Errorf("dra=%v: sync of resourceClaims, resourceClaimTemplates, deviceClasses (-want +got):\n%s", dra, diff)
+		}
+		role, _ := objs["Role/vc-fraud"].(*rbacv1.Role)
+		if role == nil {
+			t.Fatalf("no Role vc-fraud among %d objects", len(objs))
+		}
+		var claims, templates bool
+		for _, r := range role.Rules {
+			for _, res := range r.Resources {
+				claims = claims || (res == "resourceclaims" && slices.Contains(r.APIGroups, "resource.k8s.io"))
+				templates = templates || res == "resourceclaimtemplates"
+			}
+		}
+		if claims != dra || templates != dra {
+			t.Errorf("dra=%v: Role vc-fraud grants resourceclaims %v, resourceclaimtemplates %v", dra, claims, templates)
+		}
+		var classes bool
+		for _, o := range objs {
+			if cr, ok := o.(*rbacv1.ClusterRole); ok {
+				for _, r := range cr.Rules {
+					classes = classes || slices.Contains(r.Resources, "deviceclasses")
+				}
+			}
+		}
+		if classes != dra {
+			t.Errorf("dra=%v: a ClusterRole reads DeviceClasses: %v", dra, classes)
+		}
 	}
 }

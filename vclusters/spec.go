@@ -57,6 +57,11 @@ type Spec struct {
 	// settings of the "restricted" Pod Security Standard, so it is admitted into a
 	// namespace that enforces that level.
 	RunAsNonRoot bool
+	// DRA syncs the team's ResourceClaims and ResourceClaimTemplates to the host
+	// namespace (where gpuvc's fences judge them) and shows the team the host's
+	// DeviceClasses. vCluster's chart then adds a ClusterRole (read of
+	// DeviceClasses), so the manager needs the right to create cluster RBAC.
+	DRA bool
 	// SetOwner makes vCluster set an owner reference from synced host objects to its
 	// Service. False when KAI's pod-grouper must see pods without a foreign owner.
 	SetOwner bool

@@ -105,6 +105,10 @@ type toHostValues struct {
 	// NetworkPolicy fence (syncer/celpolicy) keeps them from widening the host's
 	// default deny.
 	NetworkPolicies toggleValues `json:"networkPolicies"`
+	// ResourceClaims and ResourceClaimTemplates a spec.dra team writes reach
+	// its host namespace, inside gpuvc's DRA fence; omitted: the chart's off.
+	ResourceClaims         *toggleValues `json:"resourceClaims,omitempty"`
+	ResourceClaimTemplates *toggleValues `json:"resourceClaimTemplates,omitempty"`
 }
 
 // podSyncValues is sync.toHost.pods.
@@ -119,6 +123,10 @@ type fromHostValues struct {
 	// StorageClasses shows the host's StorageClasses in the virtual cluster
 	// ("true"); omitted, the chart's "auto" shows none (it needs a ClusterRole).
 	StorageClasses *autoToggleValues `json:"storageClasses,omitempty"`
+	// DeviceClasses shows the host's DeviceClasses to a spec.dra team. All of
+	// them: vCluster v0.36.1 selects by labels only and a DeviceClass's name
+	// is no label; the fence refuses claims of classes the team may not use.
+	DeviceClasses *toggleValues `json:"deviceClasses,omitempty"`
 }
 
 // autoToggleValues is an object whose enabled flag is "true", "false" or "auto".

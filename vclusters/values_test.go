@@ -56,6 +56,14 @@ func TestBuildValues(t *testing.T) {
 				v.Sync.FromHost.Nodes.Selector.Labels = map[string]string{"gpuvc.dev/pool": "h100"}
 			}),
 		},
+		"dra syncs claims and templates and shows DeviceClasses": {
+			spec: makeSpec(func(s *Spec) { s.DRA = true }),
+			want: wantValues(func(v *values) {
+				v.Sync.ToHost.ResourceClaims = &toggleValues{Enabled: true}
+				v.Sync.ToHost.ResourceClaimTemplates = &toggleValues{Enabled: true}
+				v.Sync.FromHost.DeviceClasses = &toggleValues{Enabled: true}
+			}),
+		},
 		"control plane pinned to a pool": {
 			spec: makeSpec(func(s *Spec) { s.ControlPlanePool = "system" }),
 			want: wantValues(func(v *values) {

@@ -16,7 +16,8 @@ import (
 
 // conditionTypes are every condition type a Team reports.
 var conditionTypes = []string{gpuvcv1.ConditionReady, gpuvcv1.ConditionHostResourcesReady,
-	gpuvcv1.ConditionVClusterReady, gpuvcv1.ConditionKubeconfigReady, gpuvcv1.ConditionAsleep}
+	gpuvcv1.ConditionVClusterReady, gpuvcv1.ConditionKubeconfigReady, gpuvcv1.ConditionAsleep,
+	gpuvcv1.ConditionNetworkPoliciesHonored}
 
 // TestEveryStatusFieldHasOneOwner: a status field or condition type without an
 // owner would be written by nobody (or by a writer without a field manager); with

@@ -45,8 +45,9 @@ var (
 	// Reconciler is the Team reconciler (manager/team): what it provisioned and
 	// the conditions that summarise it.
 	Reconciler = Owner{manager: "gpuvc-team",
-		conditions: []string{gpuvcv1.ConditionReady, gpuvcv1.ConditionHostResourcesReady, gpuvcv1.ConditionVClusterReady, gpuvcv1.ConditionKubeconfigReady},
-		fields:     []string{"observedGeneration", "namespace", "kubeconfigSecret", "gpuUsage", "queue"}}
+		conditions: []string{gpuvcv1.ConditionReady, gpuvcv1.ConditionHostResourcesReady, gpuvcv1.ConditionVClusterReady, gpuvcv1.ConditionKubeconfigReady,
+			gpuvcv1.ConditionNetworkPoliciesHonored},
+		fields: []string{"observedGeneration", "namespace", "kubeconfigSecret", "gpuUsage", "queue"}}
 	// Idle is the idle policy (manager/idle): vCluster sleep.
 	Idle = Owner{manager: "gpuvc-idle", conditions: []string{gpuvcv1.ConditionAsleep}, fields: []string{"idle"}}
 	// Accounting is GPU accounting (manager/accounting).

@@ -10,6 +10,12 @@ const (
 	ConditionVClusterReady = "VClusterReady"
 	// ConditionKubeconfigReady: the team's kubeconfig Secret exists with a reachable server.
 	ConditionKubeconfigReady = "KubeconfigReady"
+	// ConditionNetworkPoliciesHonored: the NetworkPolicies the team writes in its
+	// cluster narrow its pods' traffic on the host as written. False when their
+	// pod selectors would need more host policies than gpuvc writes: the team's
+	// namespace then stays open to itself (other teams stay shut out). Not part of
+	// Ready: the team's cluster works either way.
+	ConditionNetworkPoliciesHonored = "NetworkPoliciesHonored"
 )
 
 // ReasonProvisioning: a Team's Ready condition while it is created, from the

@@ -95,6 +95,8 @@ var validTeams = map[string]string{
 	"queueing, queue depth":                          "metadata: {name: deep}\nspec: {pool: a100, quota: {gpus: 2, mig: {1g.10gb: 0}}, queueing: {borrowingLimit: {gpus: 2}, maxQueued: {gpus: 16, mig: {1g.10gb: 4}}}}",
 	"queueing, borrow only":                          "metadata: {name: borrower}\nspec: {pool: a100, quota: {}, queueing: {borrowingLimit: {gpus: 2}, weight: 0}}",
 	"queueing, empty":                                "metadata: {name: queued}\nspec: {pool: a100, quota: {gpus: 2}, queueing: {}}",
+	"dra, default classes":                           "metadata: {name: dra}\nspec: {pool: a100, quota: {gpus: 2}, dra: {}}",
+	"dra, listed classes":                            "metadata: {name: dra-listed}\nspec: {pool: a100, quota: {gpus: 2}, dra: {deviceClasses: [gpu.nvidia.com, gpu.example.com]}}",
 }
 
 func TestValidTeamIsAcceptedWithDefaults(t *testing.T) {
@@ -125,6 +127,8 @@ var invalidTeams = map[string]struct {
 	manifest string
 	want     []string
 }{
+	"dra with queueing":               {manifest: "metadata: {name: w}\nspec: {pool: a100, quota: {gpus: 2}, dra: {}, queueing: {}}", want: []string{"spec.dra: cannot be combined with spec.queueing", "Kueue v0.17.0"}},
+	"dra class not a name":            {manifest: "metadata: {name: w}\nspec: {pool: a100, quota: {gpus: 2}, dra: {deviceClasses: [GPU_All]}}", want: []string{"spec.dra.deviceClasses[0]"}},
 	"wildcard toleration allowed":     {manifest: "metadata: {name: w}\nspec: {pool: a100, quota: {}, placement: {allowedTolerations: [{operator: Exists}]}}", want: []string{"spec.placement.allowedTolerations[0].key"}},
 	"empty toleration key":            {manifest: "metadata: {name: w}\nspec: {pool: a100, quota: {}, placement: {allowedTolerations: [{key: \"\", operator: Exists}]}}", want: []string{"spec.placement.allowedTolerations[0].key"}},
 	"gpuvc health taint allowed":      {manifest: "metadata: {name: w}\nspec: {pool: a100, quota: {}, placement: {allowedTolerations: [{key: gpuvc.dev/gpu-unhealthy, operator: Exists}]}}", want: []string{"spec.placement.allowedTolerations", "gpuvc taint"}},

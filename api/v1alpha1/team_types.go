@@ -47,6 +47,7 @@ type TeamList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.queueing) || !has(self.queueing.maxQueued) || !has(self.queueing.maxQueued.mig) || self.queueing.maxQueued.mig.all(p, has(self.quota.mig) && p in self.quota.mig)",message="spec.queueing.maxQueued.mig: a MIG profile can queue only if spec.quota.mig lists it (a guarantee of 0 is fine); add the profile there or remove it here"
 // +kubebuilder:validation:XValidation:rule="!has(self.queueing) || !has(self.queueing.lendingLimit) || !has(self.queueing.lendingLimit.gpus) || self.queueing.lendingLimit.gpus <= (has(self.quota.gpus) ? self.quota.gpus : 0)",message="spec.queueing.lendingLimit.gpus: cannot exceed the guarantee spec.quota.gpus; lower the lending limit or raise the guarantee"
 // +kubebuilder:validation:XValidation:rule="!has(self.queueing) || !has(self.queueing.lendingLimit) || !has(self.queueing.lendingLimit.mig) || self.queueing.lendingLimit.mig.all(p, has(self.quota.mig) && p in self.quota.mig && self.queueing.lendingLimit.mig[p] <= self.quota.mig[p])",message="spec.queueing.lendingLimit.mig: each profile must be listed in spec.quota.mig and lend at most its guarantee there"
+// +kubebuilder:validation:XValidation:rule="!has(self.dra) || !has(self.queueing)",message="spec.dra: cannot be combined with spec.queueing: Kueue v0.17.0 counts no DRA devices (its DRA integration starts at v0.18), so the team's claims would bypass its queue; remove spec.dra or spec.queueing"
 type TeamSpec struct {
 	// Members get cluster-admin inside the team's virtual cluster.
 	// +optional
@@ -70,6 +71,11 @@ type TeamSpec struct {
 	// Queueing makes the GPU quota elastic on Kueue (team_queue_types.go).
 	// +optional
 	Queueing *Queueing `json:"queueing,omitempty"`
+
+	// DRA lets the team's pods ask for devices through ResourceClaims
+	// (team_dra_types.go). Off by default: pods with claims are refused.
+	// +optional
+	DRA *DRA `json:"dra,omitempty"`
 
 	// Placement widens where the team's pods may run within its pool.
 	// +optional

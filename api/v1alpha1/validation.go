@@ -68,6 +68,7 @@ func (t *Team) Validate() field.ErrorList {
 	}
 	errs = append(errs, validateSharing(spec.Child("gpuSharing"), s)...)
 	errs = append(errs, validateQueueing(spec.Child("queueing"), s)...)
+	errs = append(errs, validateDRA(spec.Child("dra"), s)...)
 	switch s.PodSecurity {
 	case "", "privileged", "baseline", "restricted":
 	default:

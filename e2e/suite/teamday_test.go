@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
@@ -31,9 +32,9 @@ import (
 // provisioned by local-path-provisioner) keeps its data across a pod restart, a
 // claim over the team's storage quota refused with the reason in the team's
 // cluster, ConfigMap and Secret mounts, exec, logs, port-forward, kubectl top
-// (through the host's cluster DNS and metrics-server pod), a NetworkPolicy
-// written in the team's cluster reaching the host (and, a known limit, not
-// narrowing the team's own traffic there), and a GPU pod.
+// (through the host's cluster DNS and metrics-server pod), NetworkPolicies
+// written in the team's cluster blocking and allowing on the host as written
+// (kube-router enforcing them), and a GPU pod.
 func TestTeamMembersDay(t *testing.T) {
 	ctx := e2eWithin(t, 15*time.Minute)
 	needsRunningContainers(t)
@@ -154,23 +155,37 @@ func TestTeamMembersDay(t *testing.T) {
 		}
 	})
 
-	t.Run("a NetworkPolicy in the team's cluster reaches the host, where it cannot narrow the team's own traffic", func(t *testing.T) {
-		d.apply(t, "policy", onlyClients)
-		host := backend.Client().NetworkingV1().NetworkPolicies("team-day")
-		eventually(ctx, t, "vCluster's copy of web-from-clients on the host", func(ctx context.Context) (bool, string) {
-			_, err := host.Get(ctx, hostPodFor("web-from-clients", "default", "day"), metav1.GetOptions{})
-			return err == nil, fmt.Sprint(err)
+	t.Run("NetworkPolicies in the team's cluster block and allow as written", func(t *testing.T) {
+		d.apply(t, "other", otherApp)
+		d.k(t, "rollout", "status", "deployment/other", "--timeout=2m")
+		d.apply(t, "policy", clientPolicies)
+		host := backend.Client()
+		eventually(ctx, t, "vCluster's copies of both policies on the host", func(ctx context.Context) (bool, string) {
+			for _, name := range []string{"web-from-clients", "clients-reach-web-only"} {
+				if _, err := host.NetworkingV1().NetworkPolicies("team-day").Get(ctx, hostPodFor(name, "default", "day"), metav1.GetOptions{}); err != nil {
+					return false, err.Error()
+				}
+			}
+			return true, ""
 		})
-		probe := "for i in 1 2 3 4 5; do if timeout 3 wget -q -O- http://web/ >/dev/null 2>&1; then echo OPEN; exit 0; fi; sleep 1; done; echo CLOSED"
-		require.Equal(t, "OPEN", strings.TrimSpace(d.runToCompletion(t, "friend", "role: client", probe)))
-		// Known limit, pinned: NetworkPolicies add up, and gpuvc's host
-		// default (gpuvc-team) admits every pod of the team's namespace to
-		// every other, so a team policy admitting only role=client to web
-		// still leaves web open to the team's other pods. When this probe
-		// reads CLOSED the limit is gone: update docs/team-guide.md and turn
-		// this into the blocking check.
-		require.Equal(t, "OPEN", strings.TrimSpace(d.runToCompletion(t, "stranger", "role: stranger", probe)),
-			"a team NetworkPolicy now narrows the team's own traffic: the known limit is gone")
+		eventually(ctx, t, "gpuvc's same-namespace allowance leaving web's ingress to the team's policy", func(ctx context.Context) (bool, string) {
+			return allowanceSkips(ctx, host, "team-day", "app=web,vcluster.loft.sh/managed-by=day", "ingress")
+		})
+		friend := d.sleeper(t, "friend", "role: client")
+		stranger := d.sleeper(t, "stranger", "role: stranger")
+		// Each pod first proves it reaches something (a new pod's first packets
+		// may be dropped until kube-router admits its address), then is refused
+		// what the policies leave out: five tries a second apart, all refused.
+		eventually(ctx, t, "stranger reaching other (pods no policy selects keep the namespace)", func(ctx context.Context) (bool, string) {
+			out := d.probe(ctx, stranger, "http://other/")
+			return out == "OPEN", out
+		})
+		require.Equal(t, "CLOSED", d.probe(ctx, stranger, "http://web/"), "web admits only role=client, and stranger is not")
+		eventually(ctx, t, "friend reaching web by name (the policy's peer; DNS kept for every pod)", func(ctx context.Context) (bool, string) {
+			out := d.probe(ctx, friend, "http://web/")
+			return out == "OPEN", out
+		})
+		require.Equal(t, "CLOSED", d.probe(ctx, friend, "http://other/"), "friend's egress reaches only web")
 	})
 
 	t.Run("GPU pod", func(t *testing.T) {
@@ -232,6 +247,55 @@ func (d *teamDay) runToCompletion(t *testing.T, name, label, script string) stri
 	out := logs(d.ctx, t, d.vc, name)
 	require.Equal(t, corev1.PodSucceeded, p.Status.Phase, "pod %s running %q failed; its log:\n%s", name, script, out)
 	return out
+}
+
+// sleeper starts a pod with the given label line that waits, for probes run
+// in it with exec, and returns its name once it is Ready.
+func (d *teamDay) sleeper(t *testing.T, name, label string) string {
+	t.Helper()
+	d.apply(t, name, fmt.Sprintf(oneShot, name, label, "IMAGE", strconv.Quote("exec sleep 3600")))
+	t.Cleanup(func() { _ = d.vc.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	d.k(t, "wait", "--for=condition=Ready", "pod/"+name, "--timeout=2m")
+	return name
+}
+
+// probe fetches url from pod up to five times, a second apart: OPEN on the
+// first success, CLOSED when all five fail (or kubectl exec does: its error).
+func (d *teamDay) probe(ctx context.Context, pod, url string) string {
+	script := "for i in 1 2 3 4 5; do if timeout 3 wget -q -O- " + url + " >/dev/null 2>&1; then echo OPEN; exit 0; fi; sleep 1; done; echo CLOSED"
+	out, err := kubectlOutput(ctx, d.kubeconfig, "exec", pod, "--", "sh", "-c", script)
+	if err != nil {
+		return fmt.Sprintf("exec: %v: %s", err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+// allowanceSkips reports whether none of gpuvc's same-namespace allowances of
+// a direction selects the host pods matching podSelector (and there are some).
+func allowanceSkips(ctx context.Context, host kubernetes.Interface, namespace, podSelector, dir string) (bool, string) {
+	pods, err := host.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector})
+	if err != nil || len(pods.Items) == 0 {
+		return false, fmt.Sprintf("host pods %s: %d, %v", podSelector, len(pods.Items), err)
+	}
+	policies, err := host.NetworkingV1().NetworkPolicies(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, p := range policies.Items {
+		if !strings.HasPrefix(p.Name, "gpuvc-allow-namespace-"+dir+"-") {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, pod := range pods.Items {
+			if sel.Matches(labels.Set(pod.Labels)) {
+				return false, fmt.Sprintf("%s still selects %s", p.Name, pod.Name)
+			}
+		}
+	}
+	return true, ""
 }
 
 func finished(p *corev1.Pod) bool {
@@ -391,7 +455,33 @@ spec:
   - {name: config, configMap: {name: settings}}
   - {name: secret, secret: {secretName: credentials}}
 `
-	onlyClients = `apiVersion: networking.k8s.io/v1
+	otherApp = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: other}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: other}}
+  template:
+    metadata: {labels: {app: other}}
+    spec:
+      containers:
+      - name: httpd
+        image: IMAGE
+        imagePullPolicy: Never
+        command: [sh, -c, 'mkdir -p /tmp/www && echo "hello from $(hostname)" > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www']
+        ports: [{containerPort: 8080}]
+        readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: other}
+spec:
+  selector: {app: other}
+  ports: [{port: 80, targetPort: 8080}]
+`
+	// clientPolicies: web admits only clients; clients reach only web (DNS and
+	// the team's API server stay: gpuvc keeps them for every pod).
+	clientPolicies = `apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata: {name: web-from-clients}
 spec:
@@ -399,6 +489,16 @@ spec:
   policyTypes: [Ingress]
   ingress:
   - from: [{podSelector: {matchLabels: {role: client}}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: clients-reach-web-only}
+spec:
+  podSelector: {matchLabels: {role: client}}
+  policyTypes: [Egress]
+  egress:
+  - to: [{podSelector: {matchLabels: {app: web}}}]
+    ports: [{port: 8080}]
 `
 	gpuPod = `apiVersion: v1
 kind: Pod

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -32,7 +33,17 @@ type Options struct {
 	StatusInterval time.Duration
 	// Retention is how long hourly buckets are kept. Default 7 days.
 	Retention time.Duration
+	// Namespace is where the ledgers are kept: gpuvc's own (the chart's release
+	// namespace), where no tenant identity may write. Created when missing.
+	// Default DefaultNamespace.
+	Namespace string
+	// DeletedRetention is how long the ledger of a deleted team is kept, counted
+	// from when the accountant first saw the Team gone. Default 90 days.
+	DeletedRetention time.Duration
 }
+
+// DefaultNamespace is where `gpuvc install` puts gpuvc (charts/installer).
+const DefaultNamespace = "gpuvc-system"
 
 func (o Options) withDefaults() Options {
 	if o.Clock == nil {
@@ -47,6 +58,12 @@ func (o Options) withDefaults() Options {
 	if o.Retention <= 0 {
 		o.Retention = 7 * 24 * time.Hour
 	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.DeletedRetention <= 0 {
+		o.DeletedRetention = 90 * 24 * time.Hour
+	}
 	return o
 }
 
@@ -60,6 +77,11 @@ type Accountant struct {
 
 	mu      sync.Mutex
 	ledgers map[string]*teamLedger
+	// gone are the ledgers of Teams no longer listed, until their records are
+	// marked deleted: the interval since their last sample is credited from them.
+	gone map[types.UID]*Ledger
+	// prepared: the namespace exists and legacy ledgers are moved (prepare).
+	prepared bool
 	// lastGood is when every team was last sampled without an error (Unix
 	// seconds; 0 before the first), exported for the stale-accounting alert.
 	lastGood atomic.Int64
@@ -73,7 +95,7 @@ type teamLedger struct {
 
 // New returns an Accountant; add it to a manager with mgr.Add.
 func New(c client.Client, reader client.Reader, opts Options) *Accountant {
-	return &Accountant{client: c, reader: reader, opts: opts.withDefaults(), ledgers: map[string]*teamLedger{}}
+	return &Accountant{client: c, reader: reader, opts: opts.withDefaults(), ledgers: map[string]*teamLedger{}, gone: map[types.UID]*Ledger{}}
 }
 
 // Start samples at once and then every Interval until ctx ends.
@@ -94,9 +116,15 @@ func (a *Accountant) Start(ctx context.Context) error {
 // holding lists pods bound to a node: only those can hold GPUs.
 var holding = client.MatchingFieldsSelector{Selector: fields.ParseSelectorOrDie("spec.nodeName!=")}
 
-// Sample integrates every team's ledger up to now and checkpoints it.
+// Sample integrates every team's ledger up to now and checkpoints it; the ledgers
+// of Teams gone are marked deleted, and removed after DeletedRetention. Nothing is
+// counted before the first prepare succeeds: a ledger started afresh would hide
+// the legacy one not moved yet.
 func (a *Accountant) Sample(ctx context.Context) error {
 	now := a.opts.Clock.Now()
+	if err := a.prepare(ctx, now); err != nil {
+		return err
+	}
 	teams := &gpuvcv1.TeamList{}
 	if err := a.client.List(ctx, teams); err != nil {
 		return err
@@ -106,21 +134,27 @@ func (a *Accountant) Sample(ctx context.Context) error {
 		return err
 	}
 	seen := map[string]bool{}
+	live := map[types.UID]bool{}
 	var errs []error
 	for i := range teams.Items {
 		t := &teams.Items[i]
 		seen[t.Name] = true
+		live[t.UID] = true
 		if err := a.sampleTeam(ctx, t, nodes, now); err != nil {
 			errs = append(errs, fmt.Errorf("team %s: %w", t.Name, err))
 		}
 	}
 	a.mu.Lock()
-	for name := range a.ledgers {
+	for name, tl := range a.ledgers {
 		if !seen[name] {
+			a.gone[tl.uid] = tl.Ledger
 			delete(a.ledgers, name)
 		}
 	}
 	a.mu.Unlock()
+	if err := a.sweep(ctx, live, now); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) == 0 {
 		a.lastGood.Store(now.Unix())
 	}
@@ -134,12 +168,27 @@ func (a *Accountant) sampleTeam(ctx context.Context, t *gpuvcv1.Team, nodes map[
 		return err
 	}
 	rates := TeamRates(pods.Items, nodes, t.Spec.Pool)
+	if t.Spec.DRA != nil {
+		// Uncached as the pods: only spec.dra teams' claims are read.
+		claims := &resourcev1.ResourceClaimList{}
+		if err := a.reader.List(ctx, claims, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for k, v := range DRARates(pods.Items, claims.Items, nodes, t.Spec.Pool) {
+			rates[k] += v
+		}
+	}
 
 	a.mu.Lock()
 	tl := a.ledgers[t.Name]
 	a.mu.Unlock()
+	if tl != nil && tl.uid != t.UID {
+		// Deleted and created again between two samples: the old one's record is
+		// marked deleted by the sweep, from this.
+		a.gone[tl.uid] = tl.Ledger
+	}
 	if tl == nil || tl.uid != t.UID {
-		saved, err := loadLedger(ctx, a.reader, ns)
+		saved, err := loadLedger(ctx, a.reader, a.opts.Namespace, LedgerName(t.Name, t.UID))
 		var corrupt *decodeError
 		if errors.As(err, &corrupt) {
 			// Unreadable: nothing can be recovered from it; count afresh (it is
@@ -168,7 +217,7 @@ func (a *Accountant) sampleTeam(ctx context.Context, t *gpuvcv1.Team, nodes map[
 	a.ledgers[t.Name] = tl
 	a.mu.Unlock()
 
-	if err := saveLedger(ctx, a.client, t.Name, ns, tl.Ledger); err != nil {
+	if err := saveRecord(ctx, a.client, a.opts.Namespace, &Record{Team: t.Name, UID: t.UID, Ledger: tl.Ledger}); err != nil {
 		return err
 	}
 	if now.Sub(tl.statusAt) < a.opts.StatusInterval {

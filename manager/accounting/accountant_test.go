@@ -7,8 +7,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,18 +103,51 @@ func TestAccountantCheckpointsAndResumes(t *testing.T) {
 		t.Errorf("status total %d sampled at %v: want 1920, not rewritten after 10:16 while idle", s.Total, s.SampledAt)
 	}
 
-	// The Team is gone: its series goes too.
+	// The Team is gone: its series goes, its ledger is kept, marked deleted, until
+	// the retention has passed.
 	must(t, c.Delete(ctx, &gpuvcv1.Team{ObjectMeta: metav1.ObjectMeta{Name: "ml"}}))
+	clk2.Step(time.Minute)
+	deleted := clk2.Now()
 	must(t, a2.Sample(ctx))
 	if len(a2.Totals()) != 0 {
 		t.Errorf("totals of a deleted team kept: %v", a2.Totals())
 	}
+	rec := record(t, c, "ml", "uid-ml")
+	if rec == nil || !rec.DeletedAt.Equal(deleted) || rec.Ledger.Totals[whole] != 1920 {
+		t.Fatalf("record of the deleted team: %+v, want deleted at %v with 1920 GPU-seconds", rec, deleted)
+	}
+	clk2.Step(time.Hour)
+	must(t, a2.Sample(ctx))
+	if rec := record(t, c, "ml", "uid-ml"); rec == nil || !rec.DeletedAt.Equal(deleted) {
+		t.Errorf("record within the retention: %+v, want kept, deleted at %v", rec, deleted)
+	}
+	clk2.Step(90 * 24 * time.Hour)
+	must(t, a2.Sample(ctx))
+	if rec := record(t, c, "ml", "uid-ml"); rec != nil {
+		t.Errorf("record kept past the retention: %+v", rec)
+	}
+}
+
+// record reads a team's ledger record from the default namespace; nil when none.
+func record(t *testing.T, c client.Client, team string, uid types.UID) *Record {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: DefaultNamespace, Name: LedgerName(team, uid)}, cm)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	must(t, err)
+	r, err := DecodeRecord(cm)
+	must(t, err)
+	return r
 }
 
 func TestAccountantRestartsFromAnUnreadableCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	c := fakeHost(t)
-	must(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-ml", Name: LedgerConfigMap},
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultNamespace}}))
+	must(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: LedgerName("ml", "uid-ml"),
+		Labels: map[string]string{LabelLedger: "true", contract.LabelTeam: "ml", LabelTeamUID: "uid-ml"}},
 		Data: map[string]string{DataKey: "{not json"}}))
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
 	a := New(c, c, Options{Clock: clk})
@@ -122,10 +157,8 @@ func TestAccountantRestartsFromAnUnreadableCheckpoint(t *testing.T) {
 	if got := a.Totals()["ml"][Key{"a100", KindWhole}]; got != 120 {
 		t.Errorf("%v GPU-seconds, want 120 counted afresh", got)
 	}
-	cm := &corev1.ConfigMap{}
-	must(t, c.Get(ctx, client.ObjectKey{Namespace: "team-ml", Name: LedgerConfigMap}, cm))
-	if _, err := DecodeLedger(cm); err != nil {
-		t.Errorf("checkpoint not rewritten: %v", err)
+	if rec := record(t, c, "ml", "uid-ml"); rec == nil || rec.Ledger.Totals[Key{"a100", KindWhole}] != 120 {
+		t.Errorf("checkpoint not rewritten: %+v", rec)
 	}
 }
 

@@ -10,6 +10,9 @@
 // to what it holds, without double counting.
 //
 // The state of a team is a Ledger (ledger.go), kept in memory and checkpointed
-// after every sample into the ConfigMap gpuvc-accounting of the team's host
-// namespace (store.go); a restarted manager continues from it (accountant.go).
+// after every sample into a ConfigMap of gpuvc's own namespace, where no tenant
+// identity may write (store.go); a restarted manager continues from it
+// (accountant.go). A deleted team's ledger is kept for a retention
+// (retention.go); ledgers an older gpuvc kept in team namespaces are moved when
+// the manager starts (migrate.go).
 package accounting

@@ -35,12 +35,16 @@ func run(ctx context.Context, t *testing.T, clk *clocktesting.FakeClock) *manage
 
 func key(pool, kind string) accounting.Key { return accounting.Key{Pool: pool, Kind: kind} }
 
-// ledgers reads the checkpoints of the given teams.
+// ledgers reads the checkpoints of the given (existing) teams.
 func ledgers(ctx context.Context, teams ...string) (map[string]*accounting.Ledger, error) {
 	out := map[string]*accounting.Ledger{}
 	for _, tm := range teams {
+		team := &gpuvcv1.Team{}
+		if err := c.Get(ctx, client.ObjectKey{Name: tm}, team); err != nil {
+			return nil, err
+		}
 		cm := &corev1.ConfigMap{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: gpuvcv1.HostNamespace(tm), Name: accounting.LedgerConfigMap}, cm); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: accounting.DefaultNamespace, Name: accounting.LedgerName(tm, team.UID)}, cm); err != nil {
 			return nil, err
 		}
 		l, err := accounting.DecodeLedger(cm)
@@ -266,7 +270,7 @@ func TestGPUSecondsSurviveRestart(t *testing.T) {
 	// What `gpuvc team usage` reads agrees with the checkpoints.
 	tc, err := teamctl.New(host.Config)
 	require.NoError(t, err)
-	u, err := tc.Usage(ctx, 0, time.Now())
+	u, err := tc.Usage(ctx, accounting.DefaultNamespace, 0, time.Now())
 	require.NoError(t, err)
 	hours := map[string]float64{}
 	for _, r := range u.Rows {

@@ -12,7 +12,12 @@ const (
 	NetworkPolicyName      = "gpuvc-default-deny"
 	ControlPlanePolicyName = "gpuvc-allow-vcluster"
 	ReservationPolicyName  = "gpuvc-allow-reservations"
+	DNSPolicyName          = "gpuvc-allow-dns"
 	MemberRoleName         = "gpuvc-team-member"
+	// NamespaceAllowPrefix names the policies that let pods of the namespace
+	// reach each other: <prefix>-ingress-<n> and <prefix>-egress-<n>, one per
+	// selector of the pods no team policy selects (network_team.go).
+	NamespaceAllowPrefix = "gpuvc-allow-namespace"
 
 	// FieldOwner is the server-side apply field manager of everything the manager writes.
 	FieldOwner = "gpuvc-manager"

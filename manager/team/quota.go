@@ -61,11 +61,28 @@ func StorageClassResource(class string, r corev1.ResourceName) corev1.ResourceNa
 	return corev1.ResourceName(class + ".storageclass.storage.k8s.io/" + string(r))
 }
 
+// DeviceClassResource is the ResourceQuota resource that counts the devices
+// the team's ResourceClaims of a DeviceClass request,
+// <class>.deviceclass.resource.k8s.io/devices.
+func DeviceClassResource(class string) corev1.ResourceName {
+	return corev1.ResourceName(class + contract.DeviceClassQuotaSuffix)
+}
+
 // desiredQuota is the team's ResourceQuota, or nil when the Team limits nothing.
 // With spec.queueing it is the ceiling (guarantee plus borrowing limit) plus
 // what may wait beyond it (spec.queueing.maxQueued): Kueue holds the ceiling.
 func desiredQuota(t *gpuvcv1.Team) *corev1ac.ResourceQuotaApplyConfiguration {
-	hard := quotaHard(t.Spec.HostQuota())
+	q := t.Spec.HostQuota()
+	hard := quotaHard(q)
+	// A spec.dra team's claims: each allowed DeviceClass may hold up to the
+	// team's whole GPUs (a DRA device counts as one GPU; its class does not
+	// say its size). gpuvc's webhook holds nvidia.com/gpu and every class
+	// together under the same number, which ResourceQuota cannot express.
+	if q.GPUs != nil {
+		for _, class := range t.Spec.AllowedDeviceClasses() {
+			hard[DeviceClassResource(class)] = *resource.NewQuantity(int64(*q.GPUs), resource.DecimalSI)
+		}
+	}
 	if len(hard) == 0 {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,12 +26,13 @@ import (
 )
 
 // SetupWithManager registers the reconciler: Teams, the host objects they own (a
-// change or deletion by hand wakes the Team and is repaired), and the vCluster
-// control planes in team namespaces (readiness changes). Options.Workers Teams
-// are reconciled at once: every step reads and writes only its own Team's
-// objects (shared ones, a pool's Kueue ResourceFlavors, are applied whole and
-// identically by each of its teams), and the vCluster client is safe for
-// concurrent use.
+// change or deletion by hand wakes the Team and is repaired), the vCluster
+// control planes in team namespaces (readiness changes), and vCluster's copies
+// of the teams' NetworkPolicies (gpuvc's allowance follows them).
+// Options.Workers Teams are reconciled at once: every step reads and writes
+// only its own Team's objects (shared ones, a pool's Kueue ResourceFlavors, are
+// applied whole and identically by each of its teams), and the vCluster client
+// is safe for concurrent use.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
 	// Kueue objects of queueing teams, if Kueue is installed now (installed later:
@@ -62,11 +64,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// datastore is ephemeral.
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(teamOfNamespace)).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(teamOfNamespace)).
+		// vCluster's copies of the team's NetworkPolicies: gpuvc's same-namespace
+		// allowance selects the pods they do not (network_team.go). The informer
+		// is Owns' own: every NetworkPolicy is cached anyway.
+		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(teamOfNamespace),
+			builder.WithPredicates(syncedByVCluster)).
 		// The CEL policy's parameters: a deleted or edited one is put back. Metadata
 		// only, and only that name, so no ConfigMap content is cached.
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(teamOfNamespace),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == celpolicy.ParamsName }))).
 		Complete(r)
+}
+
+// syncedByVCluster passes objects that carry vCluster's marker, before or
+// after the change.
+var syncedByVCluster = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return hasVClusterMarker(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return hasVClusterMarker(e.ObjectOld) || hasVClusterMarker(e.ObjectNew)
+	},
+	DeleteFunc:  func(e event.DeleteEvent) bool { return hasVClusterMarker(e.Object) },
+	GenericFunc: func(e event.GenericEvent) bool { return hasVClusterMarker(e.Object) },
+}
+
+func hasVClusterMarker(o client.Object) bool {
+	_, ok := o.GetLabels()[contract.LabelVClusterManagedBy]
+	return ok
 }
 
 // poolTeams maps a team's ClusterQueue to the queueing teams of its pool, the

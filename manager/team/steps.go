@@ -2,14 +2,17 @@ package team
 
 import (
 	"context"
-
-	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
@@ -70,21 +73,93 @@ func (r *Reconciler) ensureLimitRange(ctx context.Context, t *gpuvcv1.Team) erro
 	return r.deleteIfExists(ctx, &corev1.LimitRange{ObjectMeta: meta(t, LimitRangeName)})
 }
 
+// ensureNetworkPolicies applies gpuvc's policies in the team namespace: the
+// default deny with what every pod keeps, the control plane's, the reservation
+// pods', DNS, and the same-namespace allowances computed from the team's own
+// policies (network_team.go); stale allowances are removed after the new ones
+// are in place. The condition NetworkPoliciesHonored says whether the team's
+// policies narrow its traffic.
 func (r *Reconciler) ensureNetworkPolicies(ctx context.Context, t *gpuvcv1.Team) error {
-	if p := desiredNetworkPolicy(t); p != nil {
-		for _, p := range []*networkingv1ac.NetworkPolicyApplyConfiguration{p, desiredControlPlanePolicy(t), desiredReservationPolicy(t)} {
-			if err := r.apply(ctx, p.WithOwnerReferences(ownerRef(t))); err != nil {
+	var desired []*networkingv1ac.NetworkPolicyApplyConfiguration
+	teamPolicies := &networkingv1.NetworkPolicyList{}
+	var allowances []namespaceAllowance
+	if defaultDeny(t) {
+		// vCluster's copies of the team's policies: its marker with the team's
+		// release (the cache holds every NetworkPolicy: Owns).
+		if err := r.client.List(ctx, teamPolicies, client.InNamespace(gpuvcv1.HostNamespace(t.Name)),
+			client.MatchingLabels{contract.LabelVClusterManagedBy: gpuvcv1.ReleaseName(t)}); err != nil {
+			return err
+		}
+		// By name: the condition's message lists them, and must not change
+		// with the cache's order.
+		slices.SortFunc(teamPolicies.Items, func(a, b networkingv1.NetworkPolicy) int { return strings.Compare(a.Name, b.Name) })
+		desired = append(desired, desiredNetworkPolicy(t), desiredControlPlanePolicy(t), desiredReservationPolicy(t), desiredDNSPolicy(t))
+		for _, dir := range []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress} {
+			a, err := namespaceAllowanceFor(dir, teamPolicies.Items)
+			if err != nil {
 				return err
 			}
+			allowances = append(allowances, a)
+			desired = append(desired, desiredNamespaceAllowances(t, a)...)
 		}
-		return nil
 	}
-	for _, name := range []string{NetworkPolicyName, ControlPlanePolicyName, ReservationPolicyName} {
+	keep := map[string]bool{}
+	for _, p := range desired {
+		if err := r.apply(ctx, p.WithOwnerReferences(ownerRef(t))); err != nil {
+			return err
+		}
+		keep[*p.Name] = true
+	}
+	if err := r.removeStaleNetworkPolicies(ctx, t, keep); err != nil {
+		return err
+	}
+	r.reportHonored(t, len(teamPolicies.Items), allowances)
+	return nil
+}
+
+// removeStaleNetworkPolicies deletes gpuvc's policies of the namespace that are
+// not in keep: allowances past the current count, or all of them once the
+// Team turns default deny off.
+func (r *Reconciler) removeStaleNetworkPolicies(ctx context.Context, t *gpuvcv1.Team, keep map[string]bool) error {
+	for _, name := range []string{NetworkPolicyName, ControlPlanePolicyName, ReservationPolicyName, DNSPolicyName} {
+		if keep[name] {
+			continue
+		}
 		if err := r.deleteIfExists(ctx, &networkingv1.NetworkPolicy{ObjectMeta: meta(t, name)}); err != nil {
 			return err
 		}
 	}
+	mine := &networkingv1.NetworkPolicyList{}
+	if err := r.client.List(ctx, mine, client.InNamespace(gpuvcv1.HostNamespace(t.Name)), client.MatchingLabels(teamLabels(t))); err != nil {
+		return err
+	}
+	for i := range mine.Items {
+		p := &mine.Items[i]
+		if isAllowance(p) && !keep[p.Name] {
+			if err := r.deleteIfExists(ctx, &networkingv1.NetworkPolicy{ObjectMeta: meta(t, p.Name)}); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// reportHonored sets the condition NetworkPoliciesHonored, with an event when
+// it turns False (or says something new while False) and when it turns True
+// again.
+func (r *Reconciler) reportHonored(t *gpuvcv1.Team, teamPolicies int, allowances []namespaceAllowance) {
+	ok, reason, msg := honoredCondition(t, teamPolicies, allowances...)
+	var before *metav1.Condition // a copy: condition updates the one in t in place
+	if c := apimeta.FindStatusCondition(t.Status.Conditions, gpuvcv1.ConditionNetworkPoliciesHonored); c != nil {
+		before = c.DeepCopy()
+	}
+	r.condition(t, gpuvcv1.ConditionNetworkPoliciesHonored, ok, reason, msg)
+	switch {
+	case !ok && (before == nil || before.Message != msg):
+		r.recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "NetworkPolicy", "%s", eventNote(msg))
+	case ok && before != nil && before.Status == metav1.ConditionFalse:
+		r.recorder.Eventf(t, nil, corev1.EventTypeNormal, gpuvcv1.ConditionNetworkPoliciesHonored, "NetworkPolicy", "%s", eventNote(msg))
+	}
 }
 
 func (r *Reconciler) ensureRBAC(ctx context.Context, t *gpuvcv1.Team) error {

@@ -41,6 +41,7 @@ func (r *Reconciler) vclusterSpec(t *gpuvcv1.Team) vclusters.Spec {
 		ControlPlanePool: r.opts.ControlPlanePool,
 		Persistence:      r.opts.Persistence,
 		SyncRealNodes:    r.opts.SyncRealNodes,
+		DRA:              t.Spec.DRA != nil,
 		// A namespace enforcing "restricted" admits only non-root control planes.
 		RunAsNonRoot: t.Spec.PodSecurity == "restricted",
 		// KAI's pod-grouper must see synced pods without vCluster's owner reference.

@@ -53,7 +53,9 @@ func TestDecodeTeamsNamesFieldAndValue(t *testing.T) {
 		"second document": {teamHeader + "spec: {pool: a100, quota: {}}\n---\n" + strings.ReplaceAll(teamHeader, "fraud", "ads") + "spec: {pool: a100, quota: {gpus: x}}\n",
 			[]string{`fraud.yaml: document 2 (team ads): spec.quota.gpus: "x" is a string, want an integer`}},
 		"not an object": {"- a\n- b\n", []string{"fraud.yaml: document 1 is a list, not a Team object"}},
-		"no name":       {"apiVersion: gpuvc.dev/v1alpha1\nkind: Team\nspec: {pool: a}\n", []string{"fraud.yaml: document 1: metadata.name is required"}},
+		"dra class typo": {teamHeader + "spec: {pool: a100, quota: {}, dra: {deviceClass: [gpu.nvidia.com]}}\n",
+			[]string{"spec.dra.deviceClass: unknown field; did you mean deviceClasses?"}},
+		"no name": {"apiVersion: gpuvc.dev/v1alpha1\nkind: Team\nspec: {pool: a}\n", []string{"fraud.yaml: document 1: metadata.name is required"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -43,6 +43,13 @@ func Policy(t *gpuvcv1.Team, product string, memMiB int64, systemPool string) *s
 				Key: a.Key, Operator: corev1.TolerationOperator(a.Operator), Value: a.Value, Effect: corev1.TaintEffect(a.Effect)})
 		}
 	}
+	if classes := t.Spec.AllowedDeviceClasses(); classes != nil {
+		p.DRA, p.AllowedDeviceClasses = true, classes
+		// A DRA device counts as one whole GPU: its class does not say its size.
+		if g := t.Spec.HostQuota().GPUs; g != nil {
+			p.GPUCeiling = int64(*g)
+		}
+	}
 	if t.Spec.Queueing != nil {
 		p.KueueQueue = contract.KueueLocalQueueName
 		p.AllowedKueuePriorityClasses = slices.Clone(t.Spec.Queueing.PriorityClasses)

@@ -302,7 +302,9 @@ func startWebhook(ctx context.Context, t *testing.T) {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{layeredLabel: "on"}}
 	}
 	mutating.Webhooks[0].NamespaceSelector = onlyLayered()
-	validating.Webhooks[0].NamespaceSelector = onlyLayered()
+	for i := range validating.Webhooks { // pods and DRA objects
+		validating.Webhooks[i].NamespaceSelector = onlyLayered()
+	}
 	admission := cp.Client.AdmissionregistrationV1()
 	if _, err := admission.MutatingWebhookConfigurations().Create(ctx, mutating, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,11 @@ const (
 	// for them; StorageFenceBindingName binds it to team namespaces.
 	StorageFenceName        = "gpuvc-storage-fence"
 	StorageFenceBindingName = "gpuvc-storage-fence"
+	// ClaimFenceName and TemplateFenceName judge a team's ResourceClaims
+	// (and their status) and ResourceClaimTemplates; their bindings have
+	// the same names.
+	ClaimFenceName    = "gpuvc-resourceclaim-fence"
+	TemplateFenceName = "gpuvc-resourceclaimtemplate-fence"
 	// ParamsName is the parameter ConfigMap in every team namespace.
 	ParamsName = "gpuvc-admission-params"
 
@@ -78,6 +83,13 @@ const (
 	// KeyKueuePriorityClasses lists the WorkloadPriorityClasses the team's
 	// queued pods may name (kueue.x-k8s.io/priority-class); "" allows none.
 	KeyKueuePriorityClasses = "kueuePriorityClasses"
+	// KeyDRA is "true" when the team uses Dynamic Resource Allocation
+	// (spec.dra): its pods may name ResourceClaims, its namespace may hold
+	// claims and claim templates. Unset or anything else: none.
+	KeyDRA = "dra"
+	// KeyDeviceClasses lists the DeviceClasses the team's claims may name,
+	// comma-separated; "" allows none.
+	KeyDeviceClasses = "deviceClasses"
 )
 
 // Reasons start every refusal ("gpuvc: <Reason>: ..."). Where the webhook
@@ -127,6 +139,13 @@ const (
 	ReasonNetworkPolicyAllSources = "NetworkPolicyAdmitsEveryone"
 	ReasonNetworkPolicyNamespace  = "NetworkPolicyNamespaceSelector"
 	ReasonNetworkPolicyIPBlock    = "NetworkPolicyIPBlock"
+	// A team's ResourceClaims and ResourceClaimTemplates (policy_dra.go).
+	ReasonDeviceClassNotAllowed = syncer.ReasonDeviceClassNotAllowed
+	ReasonDeviceAllocationAll   = syncer.ReasonDeviceAllocationAll
+	ReasonDeviceAdminAccess     = syncer.ReasonDeviceAdminAccess
+	ReasonDeviceToleration      = syncer.ReasonDeviceToleration
+	ReasonDeviceCountAboveLimit = syncer.ReasonDeviceCountAboveLimit
+	ReasonClaimStatusProtected  = syncer.ReasonClaimStatusProtected
 	// A team's PersistentVolumeClaim (policy_storage.go).
 	ReasonClaimNamesVolume = "ClaimNamesVolume"
 )

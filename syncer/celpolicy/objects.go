@@ -66,10 +66,12 @@ func (o Options) controlPlaneCreators() []string {
 // ClusterObjects returns the cluster-scoped objects of the fence, policies
 // before their bindings: the pod fence and its binding, the guard of the
 // parameter ConfigMaps and its binding, the NetworkPolicy fence and its
-// binding, the storage fence and its binding. Apply each with server-side apply.
+// binding, the storage fence and its binding, the DRA fences (claims,
+// templates) and their bindings. Apply each with server-side apply.
 func ClusterObjects(opts Options) []runtime.ApplyConfiguration {
 	return []runtime.ApplyConfiguration{podFence(opts), podFenceBinding(), paramsGuard(opts), paramsGuardBinding(),
-		networkPolicyFence(opts), networkPolicyFenceBinding(), storageFence(opts), storageFenceBinding()}
+		networkPolicyFence(opts), networkPolicyFenceBinding(), storageFence(opts), storageFenceBinding(),
+		claimFence(), draFenceBinding(ClaimFenceName), templateFence(), draFenceBinding(TemplateFenceName)}
 }
 
 // Install applies ClusterObjects with server-side apply (field manager

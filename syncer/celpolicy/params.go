@@ -43,6 +43,8 @@ func PolicyParams(p *syncer.TeamPolicy) map[string]string {
 	data[KeyTolerations] = joinSet(tolerations)
 	data[KeyKueueQueue] = p.KueueQueue
 	data[KeyKueuePriorityClasses] = joinSet(p.AllowedKueuePriorityClasses)
+	data[KeyDRA] = strconv.FormatBool(p.DRA)
+	data[KeyDeviceClasses] = joinSet(p.AllowedDeviceClasses)
 	return data
 }
 
@@ -87,4 +89,5 @@ var webhookOnlyFields = map[string]string{
 	"PoolGPUProduct": "maps a MIG request for another GPU model onto the pool's profiles, a mutation that needs gpu/mig's catalog; the fence checks the mapped profile against the MIG allow-list",
 	"KueueCeiling":   "the namespace's ResourceQuota enforces ceiling plus queue at admission in both layers' stead; the webhook uses it only to explain a refused pod",
 	"KueueMaxQueued": "as KueueCeiling: enforced by the namespace's ResourceQuota; the webhook uses it only to explain a refused pod",
+	"GPUCeiling":     "whole GPUs and DRA devices together need the namespace's quota usage, which CEL cannot read; the ResourceQuota holds each resource alone in both layers' stead (docs/dra.md)",
 }

@@ -33,6 +33,8 @@ func teamVariables() []variable {
 		{"runtimeClasses", paramList(KeyRuntimeClasses)},
 		{"queueJudged", paramSet(KeyQueue)},
 		{"queue", paramString(KeyQueue)},
+		{"dra", paramString(KeyDRA) + ` == "true"`},
+		{"podClaims", `object.spec.?resourceClaims.orValue([])`},
 
 		// The control plane keeps the platform's scheduling settings.
 		{"workloadCreate", `variables.create && !variables.controlPlane`},
@@ -104,12 +106,16 @@ func teamChecks() []check {
 		},
 		{
 			reason: ReasonResourceClaim,
-			expr:   `!variables.create || size(object.spec.?resourceClaims.orValue([])) == 0`,
-			message: "spec.resourceClaims asks for devices through Dynamic Resource Allocation, which gpuvc does not hand out " +
-				"(limit: GPUs through nvidia.com/gpu, nvidia.com/mig-<profile> or the gpu-fraction/gpu-memory annotations)",
-			messageCEL: lit(prefix(ReasonResourceClaim)+"spec.resourceClaims [") + ` + object.spec.resourceClaims.map(r, r.name).join(", ") + ` +
-				`"] asks for devices through Dynamic Resource Allocation, outside the team's GPU quota and pool fence ` +
-				`(limit: GPUs through ` + contract.ResourceGPU + `, ` + contract.ResourceMIGPrefix + `<profile> or the gpu-fraction / gpu-memory annotations); remove the claims"`,
+			expr: `!variables.create || size(variables.podClaims) == 0 || ` +
+				`(variables.dra && !variables.controlPlane && ` + paramString(KeyKueueQueue) + ` == "")`,
+			message: "spec.resourceClaims asks for devices through Dynamic Resource Allocation, which the team may not use " +
+				"(limit: claims only for teams with spec.dra and without spec.queueing; GPUs through nvidia.com/gpu, nvidia.com/mig-<profile> or the gpu-fraction/gpu-memory annotations)",
+			messageCEL: lit(prefix(ReasonResourceClaim)+"spec.resourceClaims [") + ` + variables.podClaims.map(r, r.name).join(", ") + "] " + ` +
+				`(variables.controlPlane ? "on the vCluster control plane (limit: no devices for control-plane pods)" : ` +
+				`(variables.dra ? "of a team that queues in Kueue, which counts no DRA devices in v0.17.0 (limit: claims only for teams without spec.queueing); request ` + contract.ResourceGPU + ` instead" : ` +
+				`"asks for devices through Dynamic Resource Allocation, outside the team's GPU quota and pool fence ` +
+				`(limit: GPUs through ` + contract.ResourceGPU + `, ` + contract.ResourceMIGPrefix + `<profile> or the gpu-fraction / gpu-memory annotations; ` +
+				`claims only for teams with spec.dra); remove the claims, or ask the platform team to set spec.dra"))`,
 		},
 		{
 			reason:  ReasonFractionsDisabled,

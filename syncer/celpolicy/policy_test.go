@@ -22,8 +22,16 @@ import (
 
 func TestClusterObjects(t *testing.T) {
 	objs := celpolicy.ClusterObjects(celpolicy.Options{})
-	if len(objs) != 8 {
-		t.Fatalf("got %d objects, want policy, binding, guard, guard binding, network fence, network fence binding, storage fence, storage fence binding", len(objs))
+	if len(objs) != 12 {
+		t.Fatalf("got %d objects, want policy, binding, guard, guard binding, network fence, network fence binding, storage fence, storage fence binding, claim fence, claim fence binding, template fence, template fence binding", len(objs))
+	}
+	for i, name := range map[int]string{8: celpolicy.ClaimFenceName, 10: celpolicy.TemplateFenceName} {
+		dra := objs[i].(*admissionv1ac.ValidatingAdmissionPolicyApplyConfiguration)
+		draBinding := objs[i+1].(*admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration)
+		if *dra.Name != name || *draBinding.Spec.PolicyName != name || *draBinding.Spec.ParamRef.Name != celpolicy.ParamsName ||
+			*draBinding.Spec.ParamRef.ParameterNotFoundAction != admissionregistrationv1.DenyAction {
+			t.Errorf("DRA fence %d: %s bound by %s to params %s (%s)", i, *dra.Name, *draBinding.Spec.PolicyName, *draBinding.Spec.ParamRef.Name, *draBinding.Spec.ParamRef.ParameterNotFoundAction)
+		}
 	}
 	fence := objs[0].(*admissionv1ac.ValidatingAdmissionPolicyApplyConfiguration)
 	binding := objs[1].(*admissionv1ac.ValidatingAdmissionPolicyBindingApplyConfiguration)
@@ -133,19 +141,21 @@ func TestPolicyParams(t *testing.T) {
 			"pool": "a100", "maxGPUsPerPod": "0", "systemPool": "system", "controlPlane": "",
 			"migProfiles": "", "fractions": "false", "gpuMemoryMiB": "0", "schedulerName": "default-scheduler",
 			"priorityClasses": "", "runtimeClasses": "", "queue": "",
-			"tolerations": "", "kueueQueue": "", "kueuePriorityClasses": "",
+			"tolerations": "", "kueueQueue": "", "kueuePriorityClasses": "", "dra": "false", "deviceClasses": "",
 		}},
 		"everything": {syncer.TeamPolicy{
 			Pool: "a100", SystemPool: "infra", MaxGPUsPerPod: 4, VClusterName: "fraud", PoolGPUMemoryMiB: 81920,
 			AllowedMIGProfiles: []string{"2g.20gb", "1g.10gb", "2g.20gb"}, WholeGPUAs: "3g.40gb", FractionsEnabled: true,
 			SchedulerName: "kai-scheduler", Queue: "fraud", AllowedPriorityClasses: []string{"low", "", "high"}, AllowedRuntimeClasses: []string{"nvidia"},
 			KueueQueue: "gpuvc", AllowedKueuePriorityClasses: []string{"team-low", "team-batch"},
+			DRA: true, AllowedDeviceClasses: []string{"mig.nvidia.com", "gpu.nvidia.com"},
 			AllowedTolerations: []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}, {Key: "example.com/x", Value: "y"}},
 		}, map[string]string{
 			"pool": "a100", "maxGPUsPerPod": "4", "systemPool": "infra", "controlPlane": "fraud",
 			"migProfiles": "1g.10gb,2g.20gb,3g.40gb", "fractions": "true", "gpuMemoryMiB": "81920", "schedulerName": "kai-scheduler",
 			"priorityClasses": "high,low", "runtimeClasses": "nvidia", "queue": "fraud",
 			"tolerations": "example.com/x|Equal|y|,nvidia.com/gpu|Exists||NoSchedule", "kueueQueue": "gpuvc", "kueuePriorityClasses": "team-batch,team-low",
+			"dra": "true", "deviceClasses": "gpu.nvidia.com,mig.nvidia.com",
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -65,6 +65,16 @@ var teams = map[string]syncer.TeamPolicy{
 		PoolGPUProduct: nodepool.ProductA100_80GB, MaxGPUsPerPod: 2,
 		AllowedMIGProfiles: []string{"1g.10gb"}, WholeGPUAs: "1g.10gb", VClusterName: "ml",
 	},
+	// A team with spec.dra (dra_test.go).
+	draTeam: {
+		PoolGPUProduct: nodepool.ProductA100_80GB, MaxGPUsPerPod: 2, VClusterName: draTeam,
+		DRA: true, AllowedDeviceClasses: []string{draClass}, GPUCeiling: draCeiling,
+	},
+	// Another spec.dra team in the same pool, without a quota.
+	draTeam2: {
+		PoolGPUProduct: nodepool.ProductA100_80GB, MaxGPUsPerPod: 2, VClusterName: draTeam2,
+		DRA: true, AllowedDeviceClasses: []string{draClass},
+	},
 }
 
 func TestMain(m *testing.M) {
@@ -108,6 +118,8 @@ func setUp(ctx context.Context, cp *localcluster.ControlPlane) (stop func(), err
 		Policies:     &syncertest.NamespacePolicies{Reader: reader, Teams: teams},
 		Nodes:        syncer.ClientNodePools{Reader: reader},
 		MIG:          migmap.Catalog{},
+		Claims:       syncer.ClientClaimSpecs{Reader: reader},
+		Devices:      syncer.ClientQuotaUsage{Reader: reader, Name: draQuota},
 		Recorder:     recorder,
 		Metrics:      env.metrics,
 		TrustedUsers: []string{shareController},

@@ -10,3 +10,12 @@ func (p *PodWrapper) ResourceClaim(name, template string) *PodWrapper {
 	c.Resources.Claims = append(c.Resources.Claims, corev1.ResourceClaim{Name: name})
 	return p
 }
+
+// NamedResourceClaim adds the existing ResourceClaim claim of the pod's
+// namespace to the pod and lets the first container use it.
+func (p *PodWrapper) NamedResourceClaim(name, claim string) *PodWrapper {
+	p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimName: &claim})
+	c := &p.Spec.Containers[0]
+	c.Resources.Claims = append(c.Resources.Claims, corev1.ResourceClaim{Name: name})
+	return p
+}

@@ -89,3 +89,10 @@ func (w *TeamWrapper) IdleGPUPods(after time.Duration, action string, maxPercent
 	w.Spec.Idle.GPUPods = &gpuvcv1.GPUPodIdle{After: metav1.Duration{Duration: after}, Action: action, MaxUtilizationPercent: maxPercent}
 	return w
 }
+
+// DRA lets the team's pods use DRA ResourceClaims of classes (none: the
+// default classes).
+func (w *TeamWrapper) DRA(classes ...string) *TeamWrapper {
+	w.Spec.DRA = &gpuvcv1.DRA{DeviceClasses: classes}
+	return w
+}

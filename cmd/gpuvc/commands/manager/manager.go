@@ -4,6 +4,7 @@ package manager
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"text/template"
@@ -104,6 +105,8 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.DurationVar(&f.accounting.Interval, "accounting-interval", time.Minute, "how often GPU time is sampled and checkpointed; a pod's start and stop are each counted to within it")
 	fs.DurationVar(&f.accounting.StatusInterval, "accounting-status-interval", 5*time.Minute, "how often a Team's status.gpuSeconds is written")
 	fs.DurationVar(&f.accounting.Retention, "accounting-retention", 7*24*time.Hour, "how long hourly GPU-time buckets (gpuvc team usage --since) are kept")
+	fs.StringVar(&f.accounting.Namespace, "accounting-namespace", cmp.Or(os.Getenv("POD_NAMESPACE"), accounting.DefaultNamespace), "namespace of the teams' GPU-time ledgers: gpuvc's own, where no team may write (the chart's release namespace; created when missing)")
+	fs.DurationVar(&f.accounting.DeletedRetention, "accounting-deleted-team-retention", 90*24*time.Hour, "how long a deleted team's GPU-time ledger is kept (gpuvc team usage lists it as deleted)")
 	fs.StringVar(&f.idle.WakerIP, "waker-address", os.Getenv("POD_IP"), "IP address of this manager at which teams' sleeping vClusters are woken (the chart passes the pod IP); empty turns vCluster sleep (spec.idle.vcluster) off")
 	fs.StringVar(&f.wakerPorts, "waker-ports", "40000-40999", "ports the waker listens on, one per team whose vCluster is asleep or about to be")
 	fs.DurationVar(&f.idle.Interval, "idle-interval", 30*time.Second, "how often the idle policy looks at every team")

@@ -30,6 +30,8 @@ type createFlags struct {
 	egress               []string
 	vclusterVersion      string
 	sleepAfter           time.Duration
+	dra                  bool
+	deviceClasses        []string
 	dryRun               dryRunFlag
 	out                  *cli.Output
 	waitFlags
@@ -101,6 +103,8 @@ func newCreateCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command 
 	fs.StringArrayVar(&f.egress, "allow-egress", nil, "CIDR the team's pods may reach (repeatable)")
 	fs.StringVar(&f.vclusterVersion, "vcluster-version", "", "vCluster chart version (default: the manager's)")
 	fs.DurationVar(&f.sleepAfter, "sleep-after", 0, "put the team's vCluster to sleep after this long without team pods or API connections, e.g. 30m (5m to 720h; spec.idle.vcluster.sleepAfter); its next request wakes it")
+	fs.BoolVar(&f.dra, "dra", false, "let the team's pods ask for devices through DRA ResourceClaims (spec.dra; needs the chart's vcluster.dra)")
+	fs.StringArrayVar(&f.deviceClasses, "device-class", nil, "DeviceClass the team's claims may name (repeatable; implies --dra; default gpu.nvidia.com, and mig.nvidia.com with --mig)")
 	f.dryRun.add(cmd, "check the Team without creating it and print it (see -o)")
 	f.out.AddFlag(fs)
 	f.waitFlags.add(cmd, "the team is Ready")
@@ -173,6 +177,9 @@ func (f *createFlags) team(name string, cmd *cobra.Command) (*gpuvcv1.Team, erro
 	}
 	if f.vclusterVersion != "" {
 		t.Spec.VCluster = &gpuvcv1.VClusterSpec{ChartVersion: f.vclusterVersion}
+	}
+	if f.dra || len(f.deviceClasses) > 0 {
+		t.Spec.DRA = &gpuvcv1.DRA{DeviceClasses: f.deviceClasses}
 	}
 	if set("sleep-after") {
 		t.Spec.Idle = &gpuvcv1.Idle{VCluster: &gpuvcv1.VClusterIdle{SleepAfter: metav1.Duration{Duration: f.sleepAfter}}}

@@ -34,6 +34,14 @@ func TestCreateDryRunPrintsTheTeam(t *testing.T) {
 	require.Equal(t, []gpuvcv1.Member{{Kind: "Group", Name: "fraud-ml"}}, got.Spec.Members)
 	require.Equal(t, "256Gi", got.Spec.Quota.Memory.String())
 
+	require.Nil(t, got.Spec.DRA, "DRA is off unless asked for")
+
+	r = gpuvc(t, "team", "create", "fraud", "--pool", "a100", "--gpus", "2", "--device-class", "gpu.example.com", "--dry-run=client")
+	require.Equal(t, 0, r.code, r.errOut)
+	got = &gpuvcv1.Team{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(r.out), got))
+	require.Equal(t, []string{"gpu.example.com"}, got.Spec.DRA.DeviceClasses)
+
 	r = gpuvc(t, "team", "create", "fraud", "--pool", "a100", "--dry-run=client", "-o", "json")
 	require.Equal(t, 0, r.code, r.errOut)
 	require.True(t, strings.HasPrefix(r.out, "{"), r.out)
@@ -44,15 +52,16 @@ func TestCreateRefusesBadFlagsNamingThem(t *testing.T) {
 		args []string
 		want string
 	}{
-		"no pool":        {[]string{"team", "create", "x", "--dry-run"}, `required flag(s) "pool" not set`},
-		"no name":        {[]string{"team", "create", "--pool", "a100"}, "accepts 1 arg(s), received 0"},
-		"bad mig":        {[]string{"team", "create", "x", "--pool", "a", "--mig", "1g.10gb", "--dry-run"}, `--mig "1g.10gb": want PROFILE=COUNT`},
-		"negative mig":   {[]string{"team", "create", "x", "--pool", "a", "--mig", "1g.10gb=-1", "--dry-run"}, "count ≥ 0"},
-		"bad member":     {[]string{"team", "create", "x", "--pool", "a", "--member", "Robot:r2", "--dry-run"}, `--member "Robot:r2": want User:NAME or Group:NAME`},
-		"bad memory":     {[]string{"team", "create", "x", "--pool", "a", "--memory", "lots", "--dry-run"}, `--memory "lots" is not a quantity`},
-		"bad output":     {[]string{"team", "create", "x", "--pool", "a", "--dry-run", "-o", "xml"}, `--output "xml" is not supported`},
-		"unknown flag":   {[]string{"team", "create", "x", "--pool", "a", "--gpu", "1"}, "unknown flag: --gpu"},
-		"unknown output": {[]string{"team", "list", "-o", "csv"}, `--output "csv" is not supported: use one of [table wide yaml json]`},
+		"no pool":              {[]string{"team", "create", "x", "--dry-run"}, `required flag(s) "pool" not set`},
+		"no name":              {[]string{"team", "create", "--pool", "a100"}, "accepts 1 arg(s), received 0"},
+		"bad mig":              {[]string{"team", "create", "x", "--pool", "a", "--mig", "1g.10gb", "--dry-run"}, `--mig "1g.10gb": want PROFILE=COUNT`},
+		"negative mig":         {[]string{"team", "create", "x", "--pool", "a", "--mig", "1g.10gb=-1", "--dry-run"}, "count ≥ 0"},
+		"bad member":           {[]string{"team", "create", "x", "--pool", "a", "--member", "Robot:r2", "--dry-run"}, `--member "Robot:r2": want User:NAME or Group:NAME`},
+		"bad memory":           {[]string{"team", "create", "x", "--pool", "a", "--memory", "lots", "--dry-run"}, `--memory "lots" is not a quantity`},
+		"bad output":           {[]string{"team", "create", "x", "--pool", "a", "--dry-run", "-o", "xml"}, `--output "xml" is not supported`},
+		"dra with a bad class": {[]string{"team", "create", "x", "--pool", "a", "--device-class", "GPU_All", "--dry-run"}, "spec.dra.deviceClasses[0]"},
+		"unknown flag":         {[]string{"team", "create", "x", "--pool", "a", "--gpu", "1"}, "unknown flag: --gpu"},
+		"unknown output":       {[]string{"team", "list", "-o", "csv"}, `--output "csv" is not supported: use one of [table wide yaml json]`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -55,6 +55,7 @@ func describe(w io.Writer, t *gpuvcv1.Team, now time.Time) {
 		queueTable(w, t.Status.Queue)
 		line("Priorities", "%s", prioritiesLine(t.Spec.Queueing.PriorityClasses))
 	}
+	line("DRA", "%s", draLine(&t.Spec))
 	line("Tolerates", "%s", toleratesLine(t.Spec.Placement))
 	line("Sharing", "%s", sharingLine(t.Spec.GPUSharing))
 	if g := gpuTimeLine(t.Status.GPUSeconds); g != "" {
@@ -220,6 +221,20 @@ func prioritiesLine(classes []string) string {
 		return "the team's own (pods may name no WorkloadPriorityClass; spec.queueing.priorityClasses)"
 	}
 	return strings.Join(classes, ", ") + " (WorkloadPriorityClasses pods may name)"
+}
+
+// draLine says whether the team's pods may use DRA ResourceClaims and of
+// which DeviceClasses.
+func draLine(s *gpuvcv1.TeamSpec) string {
+	classes := s.AllowedDeviceClasses()
+	if classes == nil {
+		return "off: pods with resourceClaims are refused (spec.dra)"
+	}
+	from := "spec.dra.deviceClasses"
+	if len(s.DRA.DeviceClasses) == 0 {
+		from = "the default"
+	}
+	return fmt.Sprintf("claims of %s (%s); each device counts as one GPU of the quota", strings.Join(classes, ", "), from)
 }
 
 // toleratesLine says which tolerations the team's pods keep beyond the pool's

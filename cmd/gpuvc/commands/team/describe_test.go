@@ -121,3 +121,26 @@ func TestDescribeShowsStorageClassLimits(t *testing.T) {
 	describe(&b, tm, created)
 	require.Contains(t, b.String(), "  Storage:   1Ti\n    class archive: at most 0 claims\n    class fast: 100Gi in at most 4 claims\n    class standard: 1Ti\n")
 }
+
+// The DRA line: off by default, the default classes (gpu.nvidia.com, and
+// mig.nvidia.com with a MIG quota), or the classes the spec lists.
+func TestDescribeSaysWhichDeviceClasses(t *testing.T) {
+	for name, tc := range map[string]struct {
+		dra  *gpuvcv1.DRA
+		mig  map[string]int32
+		want string
+	}{
+		"off":                   {want: "DRA:         off: pods with resourceClaims are refused (spec.dra)\n"},
+		"default":               {dra: &gpuvcv1.DRA{}, want: "DRA:         claims of gpu.nvidia.com (the default); each device counts as one GPU of the quota\n"},
+		"default with MIG":      {dra: &gpuvcv1.DRA{}, mig: map[string]int32{"1g.10gb": 2}, want: "claims of gpu.nvidia.com, mig.nvidia.com (the default)"},
+		"listed, sorted, as is": {dra: &gpuvcv1.DRA{DeviceClasses: []string{"gpu.example.com", "a.example.com"}}, want: "claims of a.example.com, gpu.example.com (spec.dra.deviceClasses)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tm := fraudTeam()
+			tm.Spec.DRA, tm.Spec.Quota.MIG = tc.dra, tc.mig
+			var b bytes.Buffer
+			describe(&b, tm, created)
+			require.Contains(t, b.String(), tc.want)
+		})
+	}
+}

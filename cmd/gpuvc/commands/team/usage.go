@@ -21,8 +21,9 @@ import (
 var usageKinds = []string{accounting.KindWhole, accounting.KindMIG, accounting.KindFraction, accounting.KindReserved}
 
 func newUsageCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
-	out := cli.NewOutput("table", "json", "csv")
+	out := cli.NewOutput("table", "json", "yaml", "csv")
 	var since time.Duration
+	var namespace string
 	cmd := &cobra.Command{
 		Use:   "usage",
 		Short: "Print GPU-hours per team and pool, by kind (whole, mig, fraction, reserved)",
@@ -30,8 +31,10 @@ func newUsageCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			"pool and kind, as the manager counted it: whole GPUs, MIG slices weighted by compute\n" +
 			"slices (1g on an A100 = 1/7), fractions bound to pods and the rest of the GPUs reserved\n" +
 			"for fractions. The kinds add up to TOTAL. --since limits the count to a recent window\n" +
-			"(hourly buckets, kept 7 days by default); without it, everything since counting started.",
-		Example: "  gpuvc team usage --since 24h\n  gpuvc team usage -o csv > gpu-hours.csv",
+			"(hourly buckets, kept 7 days by default); without it, everything since counting started.\n" +
+			"Deleted teams are listed while the manager keeps their ledger (90 days by default,\n" +
+			"gpuvc manager --accounting-deleted-team-retention), with when they were deleted.",
+		Example: "  gpuvc team usage --since 24h\n  gpuvc team usage -o csv > gpu-hours.csv\n  gpuvc team usage -n my-gpuvc   # gpuvc installed in another namespace",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := out.Validate(); err != nil {
@@ -44,12 +47,12 @@ func newUsageCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			u, err := c.Usage(cmd.Context(), since, time.Now())
+			u, err := c.Usage(cmd.Context(), namespace, since, time.Now())
 			if err != nil {
 				return err
 			}
 			switch out.Format {
-			case "json":
+			case "json", "yaml":
 				_, err = out.PrintStructured(streams.Out, u)
 				return err
 			case "csv":
@@ -64,17 +67,22 @@ func newUsageCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&since, "since", 0, "count only the last DURATION (e.g. 24h); 0: everything counted")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", accounting.DefaultNamespace, "the namespace gpuvc runs in, where the manager keeps the ledgers (gpuvc install --namespace)")
 	out.AddTo(cmd)
 	return cmd
 }
 
-// printUsageTable prints one row per team and pool, GPU-hours per kind.
+// printUsageTable prints one row per team and pool, GPU-hours per kind; DELETED
+// is when a deleted team was deleted ("-" for a live one).
 func printUsageTable(w io.Writer, u *teamctl.Usage) error {
-	type row struct{ team, pool string }
+	type row struct{ team, uid, pool, deleted string }
 	var order []row
 	hours := map[row]map[string]float64{}
 	for _, r := range u.Rows {
-		k := row{r.Team, r.Pool}
+		k := row{r.Team, r.TeamUID, r.Pool, "-"}
+		if r.Deleted {
+			k.deleted = r.DeletedAt.UTC().Format(time.RFC3339)
+		}
 		if hours[k] == nil {
 			hours[k] = map[string]float64{}
 			order = append(order, k)
@@ -82,14 +90,14 @@ func printUsageTable(w io.Writer, u *teamctl.Usage) error {
 		hours[k][r.Kind] += r.GPUHours
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "TEAM\tPOOL\tWHOLE\tMIG\tFRACTION\tRESERVED\tTOTAL")
+	fmt.Fprintln(tw, "TEAM\tPOOL\tWHOLE\tMIG\tFRACTION\tRESERVED\tTOTAL\tDELETED")
 	for _, k := range order {
 		line, total := k.team+"\t"+k.pool, 0.0
 		for _, kind := range usageKinds {
 			line += "\t" + strconv.FormatFloat(hours[k][kind], 'f', 2, 64)
 			total += hours[k][kind]
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\n", line, total)
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\n", line, total, k.deleted)
 	}
 	return tw.Flush()
 }
@@ -104,8 +112,8 @@ func printUsageNotes(w io.Writer, u *teamctl.Usage) {
 	}
 	noted := map[string]bool{}
 	for _, r := range u.Rows {
-		if !u.From.IsZero() && r.DataFrom.After(u.From) && !noted[r.Team] {
-			noted[r.Team] = true
+		if !u.From.IsZero() && r.DataFrom.After(u.From) && !noted[r.TeamUID] {
+			noted[r.TeamUID] = true
 			fmt.Fprintf(w, "note: team %s is counted from %s only\n", r.Team, r.DataFrom.Format(time.RFC3339))
 		}
 	}
@@ -114,10 +122,14 @@ func printUsageNotes(w io.Writer, u *teamctl.Usage) {
 // printUsageCSV prints one line per team, pool and kind, for spreadsheets.
 func printUsageCSV(w io.Writer, u *teamctl.Usage) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"team", "pool", "kind", "gpu_hours", "gpu_seconds", "data_from", "sampled_at"})
+	_ = cw.Write([]string{"team", "pool", "kind", "gpu_hours", "gpu_seconds", "data_from", "sampled_at", "deleted_at"})
 	for _, r := range u.Rows {
+		deleted := ""
+		if r.Deleted {
+			deleted = r.DeletedAt.Format(time.RFC3339)
+		}
 		_ = cw.Write([]string{r.Team, r.Pool, r.Kind, strconv.FormatFloat(r.GPUHours, 'f', 4, 64),
-			strconv.FormatFloat(r.GPUSeconds, 'f', 1, 64), r.DataFrom.Format(time.RFC3339), r.SampledAt.Format(time.RFC3339)})
+			strconv.FormatFloat(r.GPUSeconds, 'f', 1, 64), r.DataFrom.Format(time.RFC3339), r.SampledAt.Format(time.RFC3339), deleted})
 	}
 	cw.Flush()
 	return cw.Error()
