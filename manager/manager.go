@@ -35,6 +35,7 @@ import (
 	"github.com/gpuvc/gpuvc/manager/accounting"
 	"github.com/gpuvc/gpuvc/manager/idle"
 	"github.com/gpuvc/gpuvc/manager/team"
+	"github.com/gpuvc/gpuvc/manager/teamevents"
 	"github.com/gpuvc/gpuvc/manager/teampolicy"
 	"github.com/gpuvc/gpuvc/syncer"
 	"github.com/gpuvc/gpuvc/syncer/celpolicy"
@@ -156,7 +157,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		return nil, err
 	}
 	opts.Team.SystemPool = opts.SystemPool
-	r := team.NewReconciler(mgr.GetClient(), vc, mgr.GetEventRecorder("gpuvc-manager"), opts.Team)
+	// What gpuvc decides about a team as a whole, told in its own cluster too;
+	// one recorder, so that a wake flushes what the reconciler held meanwhile.
+	teamEvents := teamevents.New(mgr.GetAPIReader(), teamevents.Options{Dial: opts.Idle.Dial})
+	opts.Idle.TeamEvents = teamEvents
+	r := team.NewReconciler(mgr.GetClient(), vc, mgr.GetEventRecorder("gpuvc-manager"), opts.Team, team.WithTeamEvents(teamEvents))
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

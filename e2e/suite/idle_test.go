@@ -91,7 +91,42 @@ func TestVClusterSleepsAndWakesOnTheRealNode(t *testing.T) {
 			}
 		}
 	}
-	r := gpuvc(t, "team", "get", team)
+	// The team reads, through its own kubeconfig (manager/teamevents), on the
+	// virtual Namespace default, that it was woken, since when and why it slept.
+	// The Asleep event told before each scale to zero is gone here: this stack's
+	// vClusters keep their datastore in an emptyDir, so a woken one starts empty.
+	eventually(ctx, t, "the team's Awake event, read with its kubeconfig", func(ctx context.Context) (bool, string) {
+		messages, err := teamEventMessages(ctx, kc, "Awake")
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range messages {
+			if strings.Contains(m, "woken by a connection") && strings.Contains(m, "it was asleep since") && strings.Contains(m, "gpuvc team sleep") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(messages)
+	})
+
+	// A quota change while the vCluster sleeps waits for it and reaches the
+	// team after the wake.
+	r := gpuvc(t, "team", "sleep", team, "--wait", "--timeout", "3m")
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.out, r.errOut)
+	kubectl(ctx, t, backend.Kubeconfig(), "patch", "team", team, "--type", "merge", "-p", `{"spec":{"quota":{"gpus":2}}}`)
+	eventually(ctx, t, "the quota change in the team's own cluster after a wake", func(ctx context.Context) (bool, string) {
+		messages, err := teamEventMessages(ctx, kc, "QuotaChanged") // the request wakes the vCluster
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range messages {
+			if strings.Contains(m, "requests.nvidia.com/gpu 1 → 2") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(messages)
+	})
+
+	r = gpuvc(t, "team", "get", team)
 	require.Contains(t, r.out, "last wake took", r.out)
 	events := gpuvc(t, "team", "get", team, "-o", "yaml")
 	require.Contains(t, events.out, "lastWake")
@@ -123,4 +158,22 @@ func serviceDestinations(ctx context.Context, port string) ([]string, error) {
 		dest = append(dest, f[len(f)-1])
 	}
 	return dest, nil
+}
+
+// teamEventMessages are the messages of gpuvc's events of one reason in the
+// team's own cluster, as the team's kubeconfig reads them.
+func teamEventMessages(ctx context.Context, kubeconfig, reason string) ([]string, error) {
+	selector := "involvedObject.kind=Namespace,involvedObject.name=default,source=gpuvc,reason=" + reason
+	out, err := kubectlOutput(ctx, kubeconfig, "get", "events", "-n", "default", "--field-selector", selector,
+		"-o", "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}")
+	if err != nil {
+		return nil, fmt.Errorf("%v: %s", err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines, nil
 }

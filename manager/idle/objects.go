@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/teamevents"
 )
 
 // vcluster names one team's vCluster objects: the chart names the Service and the
@@ -192,7 +193,7 @@ func (s *Sleeper) deleteControllerSlices(ctx context.Context, v vcluster) error 
 // ensureWakerSlice creates or updates the EndpointSlice naming the waker (this
 // manager's address and the team's waker port) under the Service's https port name.
 func (s *Sleeper) ensureWakerSlice(ctx context.Context, v vcluster, svc *corev1.Service, port int32) error {
-	name := httpsPortName(svc)
+	name := teamevents.HTTPSPortName(svc)
 	want := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: contract.WakerSliceName, Namespace: v.namespace, Labels: map[string]string{
 			discoveryv1.LabelServiceName: v.release,
@@ -282,18 +283,4 @@ func (s *Sleeper) waitServiceEndpoints(ctx context.Context, v vcluster) {
 		}
 		return false, nil
 	})
-}
-
-// httpsPortName is the name of the Service port teams connect to (vCluster's
-// chart: https); its first port otherwise.
-func httpsPortName(svc *corev1.Service) string {
-	for _, p := range svc.Spec.Ports {
-		if p.Name == "https" {
-			return p.Name
-		}
-	}
-	if len(svc.Spec.Ports) > 0 {
-		return svc.Spec.Ports[0].Name
-	}
-	return "https"
 }

@@ -31,7 +31,7 @@ func (s *Sleeper) handleRequest(ctx context.Context, t *gpuvcv1.Team, v vcluster
 	case contract.IdleRequestWake:
 		err = s.wakeNow(ctx, t, v, st)
 	default:
-		s.event(t, corev1.EventTypeWarning, "UnknownIdleRequest", "Request",
+		s.hostEvent(t, corev1.EventTypeWarning, "UnknownIdleRequest", "Request",
 			fmt.Sprintf("annotation %s=%q: want %s or %s; ignored", contract.AnnotationIdleRequest, req, contract.IdleRequestSleep, contract.IdleRequestWake))
 	}
 	if err != nil {
@@ -52,10 +52,10 @@ func (s *Sleeper) handleRequest(ctx context.Context, t *gpuvcv1.Team, v vcluster
 func (s *Sleeper) sleepNow(ctx context.Context, t *gpuvcv1.Team, v vcluster, st state, sleepAfter bool) error {
 	switch {
 	case !sleepAfter:
-		s.event(t, corev1.EventTypeWarning, "SleepRefused", "Request", "sleep requested, but the team has no spec.idle.vcluster: nothing would wake it on a connection; set spec.idle.vcluster.sleepAfter")
+		s.event(ctx, t, corev1.EventTypeWarning, "SleepRefused", "Request", "sleep requested, but the team has no spec.idle.vcluster: nothing would wake it on a connection; set spec.idle.vcluster.sleepAfter")
 		return nil
 	case st.workloadPods > 0:
-		s.event(t, corev1.EventTypeWarning, "SleepRefused", "Request", fmt.Sprintf("sleep requested, but %d team pod(s) run on the host; the vCluster stays awake", st.workloadPods))
+		s.event(ctx, t, corev1.EventTypeWarning, "SleepRefused", "Request", fmt.Sprintf("sleep requested, but %d team pod(s) run on the host; the vCluster stays awake", st.workloadPods))
 		return nil
 	case st.asleep():
 		return nil
@@ -72,11 +72,12 @@ func (s *Sleeper) sleepNow(ctx context.Context, t *gpuvcv1.Team, v vcluster, st 
 		return ctx.Err()
 	case <-time.After(s.opts.RouteSettle):
 	}
+	msg := "put to sleep on request (gpuvc team sleep); the next connection to the team's API address wakes it"
+	s.tellTeamAsleep(ctx, t, "put to sleep on request of the platform (gpuvc team sleep)")
 	if err := s.sleep(ctx, v); err != nil {
 		return err
 	}
-	msg := "put to sleep on request (gpuvc team sleep); the next connection to the team's API address wakes it"
-	s.event(t, corev1.EventTypeNormal, "Asleep", "Sleep", "vCluster control plane scaled to zero: "+msg)
+	s.hostEvent(t, corev1.EventTypeNormal, "Asleep", "Sleep", "vCluster control plane scaled to zero: "+msg)
 	return s.setCondition(ctx, t, true, gpuvcv1.ReasonAsleep, msg, func(is *gpuvcv1.IdleStatus) { is.AsleepSince = nowTime(s) })
 }
 
@@ -84,14 +85,14 @@ func (s *Sleeper) wakeNow(ctx context.Context, t *gpuvcv1.Team, v vcluster, st s
 	s.touch(t.Name)
 	switch {
 	case st.asleep():
-		s.event(t, corev1.EventTypeNormal, "Waking", "Wake", "woken on request (gpuvc team wake)")
+		s.event(ctx, t, corev1.EventTypeNormal, "Waking", "Wake", "woken on request (gpuvc team wake)")
 		_, err := s.ensureAwake(ctx, v)
 		return err
 	case st.routed:
 		if err := s.unroute(ctx, v); err != nil {
 			return err
 		}
-		s.event(t, corev1.EventTypeNormal, "Awake", "Unroute", "woken on request (gpuvc team wake): the team's API address goes straight to the control plane")
+		s.event(ctx, t, corev1.EventTypeNormal, "Awake", "Unroute", "woken on request (gpuvc team wake): the team's API address goes straight to the control plane")
 	}
 	return nil
 }

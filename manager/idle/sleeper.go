@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/api/teamstatus"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/teamevents"
 )
 
 // PortRange is an inclusive range of TCP ports.
@@ -58,6 +59,10 @@ type Options struct {
 	// Dial connects the waker to the control plane. Default: a net.Dialer with a
 	// 10s timeout; tests stand in for a control plane where no container runs.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// TeamEvents, when set, tells each team in its own virtual cluster what the
+	// policy did (teamevents: written before the control plane scales to zero,
+	// held while it sleeps).
+	TeamEvents *teamevents.Recorder
 }
 
 func (o Options) withDefaults() Options {
@@ -108,12 +113,16 @@ type Sleeper struct {
 	lastActivity map[string]time.Time // per team
 	listeners    map[string]*listener
 	wakes        map[string]*wakeCall
+	// sleptWhy is why each sleeping team was put to sleep, for its Awake event
+	// (the Asleep condition's message says only that it sleeps); lost with a
+	// restart, when the event says since when alone.
+	sleptWhy map[string]string
 }
 
 // New returns a Sleeper; add it to a manager with mgr.Add.
 func New(c client.Client, reader client.Reader, recorder events.EventRecorder, opts Options) *Sleeper {
 	return &Sleeper{client: c, reader: reader, recorder: recorder, opts: opts.withDefaults(), ctx: context.Background(), poke: make(chan struct{}, 1),
-		lastActivity: map[string]time.Time{}, listeners: map[string]*listener{}, wakes: map[string]*wakeCall{}}
+		lastActivity: map[string]time.Time{}, listeners: map[string]*listener{}, wakes: map[string]*wakeCall{}, sleptWhy: map[string]string{}}
 }
 
 // Start looks at every team now and then every Interval until ctx ends.
@@ -166,6 +175,9 @@ func (s *Sleeper) Tick(ctx context.Context) {
 		if err := s.tickTeam(ctx, t); err != nil && ctx.Err() == nil {
 			log.FromContext(ctx).Error(err, "idle policy", "team", t.Name)
 		}
+		// What waited for the team's control plane, retried at each look (no
+		// request when nothing waits).
+		s.opts.TeamEvents.Flush(ctx, t)
 	}
 }
 
@@ -247,20 +259,21 @@ func (s *Sleeper) tickTeam(ctx context.Context, t *gpuvcv1.Team) error {
 		if err := s.route(ctx, v, l.port); err != nil {
 			return err
 		}
-		s.event(t, corev1.EventTypeNormal, "Drowsy", "Route", msg)
+		s.event(ctx, t, corev1.EventTypeNormal, "Drowsy", "Route", msg)
 	case actUnroute:
 		if err := s.unroute(ctx, v); err != nil {
 			return err
 		}
-		s.event(t, corev1.EventTypeNormal, "Awake", "Unroute", msg)
+		s.event(ctx, t, corev1.EventTypeNormal, "Awake", "Unroute", msg)
 	case actSleep:
+		s.tellTeamAsleep(ctx, t, msg)
 		if err := s.sleep(ctx, v); err != nil {
 			return err
 		}
-		s.event(t, corev1.EventTypeNormal, "Asleep", "Sleep", "vCluster control plane scaled to zero: "+msg)
+		s.hostEvent(t, corev1.EventTypeNormal, "Asleep", "Sleep", "vCluster control plane scaled to zero: "+msg)
 		return s.setCondition(ctx, t, true, reason, msg, func(st *gpuvcv1.IdleStatus) { st.AsleepSince = nowTime(s) })
 	case actWake:
-		s.event(t, corev1.EventTypeNormal, "Waking", "Wake", msg)
+		s.event(ctx, t, corev1.EventTypeNormal, "Waking", "Wake", msg)
 		if _, err := s.ensureAwake(ctx, v); err != nil {
 			return err
 		}
@@ -312,7 +325,7 @@ func (s *Sleeper) wake(ctx context.Context, v vcluster) (string, error) {
 	})
 	if err != nil {
 		msg := fmt.Sprintf("the control plane did not become ready within %v: %v", s.opts.WakeTimeout, err)
-		s.event(t, corev1.EventTypeWarning, "WakeFailed", "Wake", msg)
+		s.event(ctx, t, corev1.EventTypeWarning, "WakeFailed", "Wake", msg)
 		return "", errors.New(msg)
 	}
 	latency := s.opts.Clock.Since(began)
@@ -328,7 +341,12 @@ func (s *Sleeper) wake(ctx context.Context, v vcluster) (string, error) {
 		}
 	}()
 	msg := fmt.Sprintf("woken by a connection in %v", latency.Round(time.Millisecond))
-	s.event(t, corev1.EventTypeNormal, "Awake", "Wake", msg)
+	s.hostEvent(t, corev1.EventTypeNormal, "Awake", "Wake", msg)
+	s.mu.Lock()
+	why := s.sleptWhy[t.Name]
+	delete(s.sleptWhy, t.Name)
+	s.mu.Unlock()
+	s.opts.TeamEvents.Record(ctx, t, corev1.EventTypeNormal, "Awake", "Wake", msg+sleptFor(t, why))
 	_ = s.setCondition(ctx, t, false, gpuvcv1.ReasonAwake, msg, func(st *gpuvcv1.IdleStatus) {
 		st.AsleepSince = nil
 		st.LastWake = &gpuvcv1.Wake{At: metav1.NewTime(began), Latency: metav1.Duration{Duration: latency}}
@@ -336,14 +354,53 @@ func (s *Sleeper) wake(ctx context.Context, v vcluster) (string, error) {
 	return target, nil
 }
 
+// sleptFor says, for the team's Awake event, since when (from t as it was
+// before the wake) and why (what this manager told the team then) its cluster
+// slept: a vCluster with an ephemeral datastore (a Deployment) comes back
+// empty, without the Asleep event it was told before the scale to zero.
+func sleptFor(t *gpuvcv1.Team, why string) string {
+	var since string
+	if t.Status.Idle != nil && t.Status.Idle.AsleepSince != nil {
+		since = " since " + t.Status.Idle.AsleepSince.UTC().Format(time.RFC3339)
+	}
+	if why != "" {
+		why = " (" + why + ")"
+	}
+	if since == "" && why == "" {
+		return ""
+	}
+	return "; it was asleep" + since + why
+}
+
 func (s *Sleeper) poll(ctx context.Context, timeout time.Duration, f wait.ConditionWithContextFunc) error {
 	return wait.PollUntilContextTimeout(ctx, s.opts.PollInterval, timeout, true, f)
 }
 
-func (s *Sleeper) event(t *gpuvcv1.Team, typ, reason, action, msg string) {
+// event records a decision on the host Team and in the team's own virtual
+// cluster (where it waits, held, while the control plane sleeps).
+func (s *Sleeper) event(ctx context.Context, t *gpuvcv1.Team, typ, reason, action, msg string) {
+	s.hostEvent(t, typ, reason, action, msg)
+	s.opts.TeamEvents.Record(ctx, t, typ, reason, action, msg)
+}
+
+// hostEvent records on the host Team only: what the platform engineer did
+// wrong, or what the team was told already.
+func (s *Sleeper) hostEvent(t *gpuvcv1.Team, typ, reason, action, msg string) {
 	if s.recorder != nil {
 		s.recorder.Eventf(t, nil, typ, reason, action, "%s", msg)
 	}
+}
+
+// tellTeamAsleep tells the team its vCluster goes to sleep while its control
+// plane still serves: once it is scaled to zero, any write would wait for the
+// next wake.
+func (s *Sleeper) tellTeamAsleep(ctx context.Context, t *gpuvcv1.Team, why string) {
+	s.mu.Lock()
+	s.sleptWhy[t.Name] = why
+	s.mu.Unlock()
+	s.opts.TeamEvents.Record(ctx, t, corev1.EventTypeNormal, "Asleep", "Sleep",
+		"the virtual cluster goes to sleep now (its control plane is scaled to zero): "+why+
+			"; the next request through your kubeconfig wakes it and waits until it serves")
 }
 
 // setCondition writes the Asleep condition and status.idle when they change. It

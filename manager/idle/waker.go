@@ -9,10 +9,10 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuvc/gpuvc/manager/teamevents"
 )
 
 // listener is the waker of one team: a TCP port the team's Service points at while
@@ -207,66 +207,9 @@ type wakeCall struct {
 	err    error
 }
 
-// readyTarget is host:port of a ready control-plane pod, "" when none is ready.
+// readyTarget is host:port of a ready control-plane pod, "" while none is ready.
 func (s *Sleeper) readyTarget(ctx context.Context, v vcluster) (string, error) {
-	cp, err := s.controlPlane(ctx, v)
-	if err != nil {
-		return "", err
-	}
-	sel, err := metav1.LabelSelectorAsSelector(cp.selector())
-	if err != nil {
-		return "", err
-	}
-	pods := &corev1.PodList{}
-	if err := s.reader.List(ctx, pods, client.InNamespace(v.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return "", err
-	}
-	svc := &corev1.Service{}
-	if err := s.reader.Get(ctx, v.key(v.release), svc); err != nil {
-		return "", err
-	}
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || !podReady(&p) {
-			continue
-		}
-		if port := targetPort(svc, &p); port != 0 {
-			return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port))), nil
-		}
-	}
-	return "", nil
-}
-
-// targetPort resolves the Service's https target port on the pod.
-func targetPort(svc *corev1.Service, p *corev1.Pod) int32 {
-	name := httpsPortName(svc)
-	for _, sp := range svc.Spec.Ports {
-		if sp.Name != name {
-			continue
-		}
-		if sp.TargetPort.Type == intstr.Int {
-			if sp.TargetPort.IntVal != 0 {
-				return sp.TargetPort.IntVal
-			}
-			return sp.Port
-		}
-		for _, c := range p.Spec.Containers {
-			for _, cp := range c.Ports {
-				if cp.Name == sp.TargetPort.StrVal {
-					return cp.ContainerPort
-				}
-			}
-		}
-	}
-	return 0
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return teamevents.ControlPlaneAddress(ctx, s.reader, v.namespace, v.release)
 }
 
 // waking: a wake of the team is under way (the policy leaves the team alone).

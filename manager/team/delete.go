@@ -36,6 +36,7 @@ func (r *Reconciler) delete(ctx context.Context, t *gpuvcv1.Team) (reconcile.Res
 	w := teamstatus.Reconciler.Writer(r.client, t)
 	b := r.teardown(ctx, t)
 	if b == nil {
+		r.forget(t.Name)
 		return r.releaseFinalizer(ctx, t)
 	}
 

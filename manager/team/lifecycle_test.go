@@ -40,6 +40,23 @@ func TestQuotaChangeRollsOut(t *testing.T) {
 	get(ctx, t, ns("grow"), tm, func() (bool, string) {
 		return tm.Status.ObservedGeneration == tm.Generation, "status not caught up with the new generation"
 	})
+	// The Team tells of the change, once (the Team is cluster-scoped: its
+	// events are in default).
+	var told []string
+	eventually(ctx, t, "a QuotaChanged event on Team grow", func(ctx context.Context) (bool, string) {
+		events := &corev1.EventList{}
+		if err := c.List(ctx, events, client.InNamespace("default")); err != nil {
+			return false, err.Error()
+		}
+		told = nil
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "Team" && e.InvolvedObject.Name == "grow" && e.Reason == "QuotaChanged" {
+				told = append(told, e.Message)
+			}
+		}
+		return len(told) > 0, "none yet"
+	})
+	require.Equal(t, []string{"ResourceQuota team-grow/gpuvc-quota: requests.nvidia.com/gpu 2 → 6"}, told)
 }
 
 func TestHandEditsAndDeletionsAreRepaired(t *testing.T) {

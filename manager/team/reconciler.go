@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,7 @@ import (
 	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/api/teamstatus"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
+	"github.com/gpuvc/gpuvc/manager/teamevents"
 	"github.com/gpuvc/gpuvc/vclusters"
 )
 
@@ -44,6 +46,12 @@ type Reconciler struct {
 	// them there is no team queue to remove, and asking would cost a full API
 	// discovery per reconcile of every team.
 	kueueAtStart bool
+	// teamEvents tells a team in its own virtual cluster what changed for it
+	// (nil: the host Team only).
+	teamEvents *teamevents.Recorder
+
+	mu        sync.Mutex
+	quotaTold map[string]string // per team, the last quota change told
 }
 
 // Options shape every team's vCluster the same way.
@@ -109,6 +117,13 @@ type Option func(*Reconciler)
 // WithClock sets the clock used for condition timestamps.
 func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clock = c } }
 
+// WithTeamEvents tells each team, in its own virtual cluster, what changed for
+// it (a quota change), through rec (shared with the idle policy, which flushes
+// what waited for a sleeping control plane on wake).
+func WithTeamEvents(rec *teamevents.Recorder) Option {
+	return func(r *Reconciler) { r.teamEvents = rec }
+}
+
 // NewReconciler returns a Team reconciler.
 func NewReconciler(c ctrl.Client, vc VClusters, recorder events.EventRecorder, opts Options, o ...Option) *Reconciler {
 	if opts.WaitInterval == 0 {
@@ -117,7 +132,7 @@ func NewReconciler(c ctrl.Client, vc VClusters, recorder events.EventRecorder, o
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultWorkers
 	}
-	r := &Reconciler{client: c, vclusters: vc, recorder: recorder, opts: opts, clock: clock.RealClock{}}
+	r := &Reconciler{client: c, vclusters: vc, recorder: recorder, opts: opts, clock: clock.RealClock{}, quotaTold: map[string]string{}}
 	for _, f := range o {
 		f(r)
 	}
@@ -154,6 +169,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if becameReady(orig, t) {
 		r.recorder.Eventf(t, nil, corev1.EventTypeNormal, "Ready", "Provision",
 			"team %s is ready: namespace %s, kubeconfig in secret %s", t.Name, t.Status.Namespace, t.Status.KubeconfigSecret)
+	}
+	if apimeta.IsStatusConditionTrue(t.Status.Conditions, gpuvcv1.ConditionReady) {
+		r.teamEvents.Flush(ctx, t) // what waited for the virtual cluster to serve (no request when nothing did)
 	}
 	return result, err
 }

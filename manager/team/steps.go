@@ -49,10 +49,21 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, t *gpuvcv1.Team) error
 }
 
 func (r *Reconciler) ensureQuota(ctx context.Context, t *gpuvcv1.Team) error {
-	if q := desiredQuota(t); q != nil {
-		return r.apply(ctx, q.WithOwnerReferences(ownerRef(t)))
+	before, existed, err := r.quotaHardNow(ctx, t)
+	if err != nil {
+		return err
 	}
-	return r.deleteIfExists(ctx, &corev1.ResourceQuota{ObjectMeta: meta(t, QuotaName)})
+	var after corev1.ResourceList
+	if q := desiredQuota(t); q != nil {
+		if err := r.apply(ctx, q.WithOwnerReferences(ownerRef(t))); err != nil {
+			return err
+		}
+		after = *q.Spec.Hard
+	} else if err := r.deleteIfExists(ctx, &corev1.ResourceQuota{ObjectMeta: meta(t, QuotaName)}); err != nil {
+		return err
+	}
+	r.announceQuotaChange(ctx, t, before, existed, after)
+	return nil
 }
 
 func (r *Reconciler) ensureLimitRange(ctx context.Context, t *gpuvcv1.Team) error {
