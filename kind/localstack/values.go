@@ -15,7 +15,9 @@ import (
 // built here, team kubeconfigs pointing at each vCluster's ClusterIP (the node
 // runs kube-proxy, so ClusterIPs route from this machine), and no agent
 // DaemonSet: the node's own GPU agent daemon serves and publishes its GPUs;
-// StatefulSet pods' hosts rewrite runs from the workload image.
+// StatefulSet pods' hosts rewrite runs from the workload image. vcluster.dra is
+// on: the real node serves GPUs through DRA too (gpu/dra), so a Team with
+// spec.dra must be able to install its vCluster (docs/dra.md).
 func Values() map[string]any {
 	repo, tag, _ := strings.Cut(images.GpuvcRef, ":")
 	workloadImage, workloadTag, _ := strings.Cut(images.WorkloadRef, ":")
@@ -31,6 +33,7 @@ func Values() map[string]any {
 		"vcluster": map[string]any{
 			"chart":     map[string]any{"dir": images.VClusterChartInImage},
 			"ephemeral": true,
+			"dra":       true,
 			"values": map[string]any{
 				// vCluster rewrites a StatefulSet pod's /etc/hosts with an init
 				// container (sed) from mirror.gcr.io/library/alpine, which no node
