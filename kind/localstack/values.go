@@ -15,8 +15,10 @@ import (
 // built here, team kubeconfigs pointing at each vCluster's ClusterIP (the node
 // runs kube-proxy, so ClusterIPs route from this machine), and no agent
 // DaemonSet: the node's own GPU agent daemon serves and publishes its GPUs;
-// the host's StorageClasses shown to teams;
-// StatefulSet pods' hosts rewrite runs from the workload image.
+// the host's StorageClasses shown to teams; StatefulSet pods' hosts rewrite
+// runs from the workload image. vcluster.dra is on: the real node serves GPUs
+// through DRA too (gpu/dra), so a Team with spec.dra must be able to install its
+// vCluster (docs/dra.md).
 func Values() map[string]any {
 	repo, tag, _ := strings.Cut(images.GpuvcRef, ":")
 	workloadImage, workloadTag, _ := strings.Cut(images.WorkloadRef, ":")
@@ -35,6 +37,7 @@ func Values() map[string]any {
 			// Teams see the host's StorageClasses (`standard`, local-path), as on
 			// a cluster of their own.
 			"hostStorageClasses": true,
+			"dra":                true,
 			"values": map[string]any{
 				// vCluster rewrites a StatefulSet pod's /etc/hosts with an init
 				// container (sed) from mirror.gcr.io/library/alpine, which no node

@@ -19,6 +19,7 @@ func TestLocalValuesPassTheChartSchema(t *testing.T) {
 		"agent.enabled":                  false,
 		"certManager.enabled":            false,
 		"vcluster.ephemeral":             true,
+		"vcluster.dra":                   true,
 		"manager.replicas":               1,
 		"manager.leaderElection.enabled": false,
 	} {
