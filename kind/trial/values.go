@@ -45,7 +45,8 @@ func (i Image) String() string { return i.Repository + ":" + i.Tag }
 //     kind's node addresses route from a Linux host while Service IPs do not, and
 //     vCluster puts the address of the node its control plane runs on into its
 //     serving certificate when its Service is a NodePort. Control planes run in the
-//     system pool, which has one node: systemNodeIP.
+//     system pool, which has one node: systemNodeIP;
+//   - vcluster.dra, so a Team with spec.dra installs its vCluster (docs/dra.md).
 func Values(img Image, systemNodeIP string, pools []nodepool.Pool) (map[string]any, error) {
 	if net.ParseIP(systemNodeIP) == nil {
 		return nil, fmt.Errorf("system node address %q is not an IP address", systemNodeIP)
@@ -70,6 +71,9 @@ func Values(img Image, systemNodeIP string, pools []nodepool.Pool) (map[string]a
 		"certManager": map[string]any{"enabled": false},
 		"vcluster": map[string]any{
 			"ephemeral": true,
+			// A Team with spec.dra installs its vCluster here as on the local
+			// stack (the manager may create vCluster's DeviceClass ClusterRole).
+			"dra": true,
 			"values": map[string]any{
 				"controlPlane": map[string]any{"service": map[string]any{"spec": map[string]any{"type": "NodePort"}}},
 			},
