@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/identity"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -67,17 +68,7 @@ func setUpDraft(ctx context.Context) (kubernetes.Interface, error) {
 	cl := env.cp.Client
 	for _, ns := range []string{draftNS, teamNS} {
 		team := strings.TrimPrefix(ns, "team-")
-		if _, err := cl.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vcluster-dra"}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims", "resourceclaimtemplates"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
-			{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims/status"}, Verbs: []string{"update", "patch"}},
-		}}, metav1.CreateOptions{}); err != nil {
-			return nil, err
-		}
-		if _, err := cl.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "vcluster-dra"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "vcluster-dra"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "vc-" + team, Namespace: ns}},
-		}, metav1.CreateOptions{}); err != nil {
+		if err := identity.GrantVClusterDRA(ctx, cl, ns, "vc-"+team); err != nil {
 			return nil, err
 		}
 	}

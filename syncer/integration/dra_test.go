@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/identity"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -101,20 +102,8 @@ func setUpDRA(ctx context.Context) (kubernetes.Interface, error) {
 	if _, err := c.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
 		return nil, err
 	}
-	rules := []rbacv1.PolicyRule{
-		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims", "resourceclaimtemplates"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims/status"}, Verbs: []string{"update", "patch"}},
-	}
 	for _, team := range []string{draTeam, draTeam2, "fraud"} {
-		ns := "team-" + team
-		if _, err := c.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "vcluster-dra"}, Rules: rules}, metav1.CreateOptions{}); err != nil {
-			return nil, err
-		}
-		if _, err := c.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "vcluster-dra"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "vcluster-dra"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "vc-" + team, Namespace: ns}},
-		}, metav1.CreateOptions{}); err != nil {
+		if err := identity.GrantVClusterDRA(ctx, c, "team-"+team, "vc-"+team); err != nil {
 			return nil, err
 		}
 	}
