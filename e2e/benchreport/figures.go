@@ -48,6 +48,7 @@ func base(pkg, bench, metric, what string) versus {
 func self(what string) versus { return versus{Self: what} }
 
 var (
+	draClaim = "BenchmarkManagerDRAClaimLatency"
 	overhead = "BenchmarkManagerWebhookOverhead"
 	offP50   = base(pkgBench, overhead, "off-p50-ms", "same namespace, webhook off, p50")
 	offP99   = base(pkgBench, overhead, "off-p99-ms", "same namespace, webhook off, p99")
@@ -127,6 +128,15 @@ var sections = []section{
 			{What: "churn (20,000 arrivals/departures, 300 live), mean", Ref: r(pkgGPU, "BenchmarkOnlineChurn", "gpus/lowerbound"), Unit: "× bound", Versus: self("ceil(Σ) of live requests")},
 			{What: "churn, worst sample", Ref: r(pkgGPU, "BenchmarkOnlineChurn", "worst-gpus/lowerbound"), Unit: "× bound", Versus: self("ceil(Σ) of live requests")},
 			{What: "churn, mean against the L2 bound", Ref: r(pkgGPU, "BenchmarkOnlineChurn", "gpus/L2bound"), Unit: "× bound", Versus: self("L2 of live requests")},
+		}},
+	{Title: "DRA: claim allocation latency (issue #24)", Note: "A spec.dra team's namespace (gpuvc's webhook and CEL fence, its ResourceQuota) and one kwok node whose 8 A100s are half device-plugin GPUs, half DRA devices of gpuvc's driver (its ResourceSlice). " +
+		"One pod at a time, alternating: one GPU through a ResourceClaimTemplate (the resource claim controller makes the claim, the scheduler allocates a device before it binds) against nvidia.com/gpu: 1 of the device plugin; latency is create → bound to the node, seen by a watch; each pod and its claim are gone before the next.",
+		Figures: []figure{
+			{What: "pod with a ResourceClaimTemplate: create → bound, p50", Ref: r(pkgBench, draClaim, "claim-p50-ms"), Unit: "ms",
+				Versus: base(pkgBench, draClaim, "plugin-p50-ms", "device-plugin GPU pod, same node, p50")},
+			{What: "pod with a ResourceClaimTemplate: create → bound, p99", Ref: r(pkgBench, draClaim, "claim-p99-ms"), Unit: "ms",
+				Versus: base(pkgBench, draClaim, "plugin-p99-ms", "device-plugin GPU pod, same node, p99")},
+			{What: "samples of each kind", Ref: r(pkgBench, draClaim, "samples")},
 		}},
 	{Title: "MIG placement", Note: "Seeded cases on two A100-40GB GPUs, the first partly used, 1–4 requested instances; the exhaustive search tries every (GPU, start) for every instance.",
 		Figures: []figure{

@@ -73,7 +73,7 @@ func setUp(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 		err = teams.Create(ctx, testobj.Team(teamName, "a100").GPUs(quotaGPU).Fractions().Obj())
 	}
 	if err == nil {
-		err = waitVClusterReady(ctx, teams)
+		err = waitVClusterReady(ctx, teams, teamName)
 	}
 	if err != nil {
 		stop()
@@ -88,7 +88,7 @@ func setUp(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 
 // waitVClusterReady waits until the manager has provisioned the team up to its
 // vCluster release.
-func waitVClusterReady(ctx context.Context, teams *teamctl.Client) error {
+func waitVClusterReady(ctx context.Context, teams *teamctl.Client, teamName string) error {
 	var last *gpuvcv1.Team
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		t, err := teams.Get(ctx, teamName)
