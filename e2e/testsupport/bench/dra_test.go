@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
@@ -85,10 +87,21 @@ func setUpDRATeam(ctx context.Context, b *testing.B) {
 	if _, err := env.cp.Client.ResourceV1().ResourceClaimTemplates(draNS).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
+	// The next benchmarks measure the manager: the team is gone (its
+	// namespace emptied, its release uninstalled) before they start.
 	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		_, _ = teams.Delete(ctx, draTeam)
+		if _, err := teams.Delete(ctx, draTeam); err != nil {
+			b.Errorf("deleting team %s: %v", draTeam, err)
+		}
+		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			_, err := env.cp.Client.CoreV1().Namespaces().Get(ctx, draNS, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			b.Errorf("team %s's namespace %s not gone 2 minutes after the team's deletion: %v", draTeam, draNS, err)
+		}
 		_ = env.cp.Client.CoreV1().Nodes().Delete(ctx, draNode, metav1.DeleteOptions{})
 	})
 }
