@@ -244,7 +244,7 @@ var sections = []section{
 				Versus: base(pkgQueue, utilRefused, "util-borrow", "queue depth 0, with borrowing")},
 		}},
 	{Title: "Fairness with memory: usage-history fair sharing (issue #25)", Note: "The real Kueue v0.17.0 (admissionFairSharing: half-life 30 s, sampling 1 s) and gpuvc manager on the local control plane, kwok GPU nodes. " +
-		"Two teams with spec.queueing.weight 1 and 2, each guaranteed 2 GPUs of a 4-GPU pool, each keeping 8 one-GPU pods of 3 s submitted (in turn) for 45 s, far more than the pool. " +
+		"Two teams with spec.queueing.weight 1 and 2, each guaranteed 2 GPUs of a 4-GPU pool, each submitting its whole backlog of 48 one-GPU pods of 4 s at the start (in turn; more than the pool runs in the 45-s window) and nothing later, so that Kueue's order gives every GPU that frees up. " +
 		"History: the pool in `--usage-history-pool`, one ClusterQueue ordering the teams by decayed past use over weight (Kueue's AdmissionFairSharing). " +
 		"No history: gpuvc's ClusterQueue per team in the pool's cohort, borrowingLimit 2 each (Kueue's fair sharing of idle quota by weight, no memory). " +
 		"Figure: the weight-2 team's share of the GPU-seconds run in the window; its weights' share is 0.667 (docs/queueing.md).",

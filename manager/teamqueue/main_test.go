@@ -73,9 +73,9 @@ func startKueue(ctx context.Context, log io.Writer) (*localkueue.Kueue, error) {
 
 // usageHistory is Kueue's admissionFairSharing here: a half-life of seconds,
 // not a platform's days, so that a test's past use shows within its run, yet
-// long against the shares benchmark's 3-s jobs (with 10 s the memory is so
-// short that the teams' shares drift towards equal: 0.58 measured for weights
-// 1:2). The one-second sampling writes each
+// long against the shares benchmark's 4-s jobs (with 10 s against 3-s jobs the
+// memory was so short that the teams' shares drifted towards equal: 0.58
+// measured for weights 1:2). The one-second sampling writes each
 // LocalQueue's status once a second and after each admission; on a handful of
 // queues that is little against the pods' own writes.
 var usageHistory = localkueue.UsageHistory{HalfLife: 30 * time.Second, SamplingInterval: time.Second}
