@@ -404,7 +404,7 @@ func checkAgentFence(ctx context.Context, t *testing.T) {
 		{"own node, pool label", agent, "a100-0",
 			map[string]string{"gpuvc.dev/pool": "h100"}, nil, "may only change nvidia.com/ labels"},
 		{"own node, foreign annotation", agent, "a100-0",
-			nil, map[string]string{"example.com/x": "y"}, "may only change the annotations gpuvc.dev/gpu-inventory and gpuvc.dev/unhealthy-gpus"},
+			nil, map[string]string{"example.com/x": "y"}, "may only change the annotations gpuvc.dev/gpu-inventory, gpuvc.dev/unhealthy-gpus"},
 		{"another node", agent, "h100-0",
 			map[string]string{"nvidia.com/gpu.product": "fake"}, nil, "may only change the node it runs on (a100-0), not h100-0"},
 		{"token without a node", unbound, "a100-0",
@@ -437,6 +437,9 @@ func checkAgentFence(ctx context.Context, t *testing.T) {
 	otherTaints, _ := json.Marshal(append(slices.Clone(node.Spec.Taints), corev1.Taint{Key: "gpuvc.dev/other", Value: "true", Effect: corev1.TaintEffectNoSchedule}))
 	for _, tc := range []struct{ name, patch, refusal string }{
 		{"unhealthy-GPU annotation", `{"metadata":{"annotations":{"gpuvc.dev/unhealthy-gpus":"GPU-x"}}}`, ""},
+		{"quarantine record and GPU-seconds lost", `{"metadata":{"annotations":{"gpuvc.dev/gpu-quarantine":"{}","gpuvc.dev/gpu-seconds-lost":"{}"}}}`, ""},
+		{"an operator's clear, set by the agent", `{"metadata":{"annotations":{"gpuvc.dev/gpu-quarantine-clear":"all"}}}`, "may only change the annotations"},
+		{"cordon marker without a cordon", `{"metadata":{"annotations":{"gpuvc.dev/gpu-health-cordoned":"true"}}}`, "only while it cordons a schedulable node"},
 		{"the agent's taint", `{"spec":{"taints":` + string(taints) + `}}`, ""},
 		{"the agent's runtime taint", `{"spec":{"taints":` + string(runtimeTaints) + `}}`, ""},
 		{"another gpuvc taint", `{"spec":{"taints":` + string(otherTaints) + `}}`, "may not change a node's spec"},
