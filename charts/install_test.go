@@ -73,6 +73,11 @@ func TestInstall(t *testing.T) {
 	t.Run("webhook configurations", func(t *testing.T) { checkStoredWebhooks(ctx, t) })
 	t.Run("agent scheduling", func(t *testing.T) { checkAgentScheduling(ctx, t) })
 	t.Run("agent node fence", func(t *testing.T) { checkAgentFence(ctx, t) })
+	t.Run("agent node fence with cordon-drain", func(t *testing.T) {
+		h.upgrade(ctx, t, "agent: {gpuFailure: cordon-drain}")
+		defer h.upgrade(ctx, t, "")
+		checkAgentCordonFence(ctx, t)
+	})
 	t.Run("manager access", func(t *testing.T) {
 		checkAccess(ctx, t, managerNeeds(), leaderElectionNeeds())
 		checkRefused(ctx, t, realNodesOnly())
@@ -455,6 +460,71 @@ func checkAgentFence(ctx context.Context, t *testing.T) {
 	}
 	if node.Labels["gpuvc.dev/pool"] != "a100" || len(node.Spec.Taints) == 0 {
 		t.Errorf("a100-0 changed: labels %v taints %v", node.Labels, node.Spec.Taints)
+	}
+}
+
+// checkAgentCordonFence: with gpuFailure cordon-drain the agent may cordon a
+// schedulable node together with its marker gpuvc.dev/gpu-health-cordoned, and
+// lift only a cordon that carries the marker, removing it; an operator's
+// cordon stays out of its reach.
+func checkAgentCordonFence(ctx context.Context, t *testing.T) {
+	var agent kubernetes.Interface
+	poll.Until(ctx, t, 2*time.Minute, "the agent pod on a100-0 with --gpu-failure=cordon-drain", func(ctx context.Context) (bool, error) {
+		pods, err := host.Client.CoreV1().Pods(testNamespace).List(ctx, metav1.ListOptions{
+			LabelSelector: "app.kubernetes.io/component=agent", FieldSelector: "spec.nodeName=a100-0",
+		})
+		if err != nil || len(pods.Items) != 1 || pods.Items[0].DeletionTimestamp != nil ||
+			!slices.Contains(pods.Items[0].Spec.Containers[0].Args, "--gpu-failure=cordon-drain") {
+			return false, err
+		}
+		p := pods.Items[0]
+		agent = saClient(ctx, t, AgentServiceAccount, &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID})
+		return true, nil
+	})
+	nodes := host.Client.CoreV1().Nodes()
+	setCordon := func(cordoned bool, marker bool) {
+		t.Helper()
+		ann := map[string]any{"gpuvc.dev/gpu-health-cordoned": nil}
+		if marker {
+			ann["gpuvc.dev/gpu-health-cordoned"] = "true"
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}, "spec": map[string]any{"unschedulable": cordoned}})
+		if _, err := nodes.Patch(ctx, "a100-0", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { setCordon(false, false) })
+	dry := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	try := func(patch string) error {
+		_, err := agent.CoreV1().Nodes().Patch(ctx, "a100-0", types.MergePatchType, []byte(patch), dry)
+		return err
+	}
+	const cordonWithMarker = `{"metadata":{"annotations":{"gpuvc.dev/gpu-health-cordoned":"true"}},"spec":{"unschedulable":true}}`
+	// The upgraded policy is enforced once the API server's informers have it.
+	poll.Until(ctx, t, 2*time.Minute, "cordon-drain's node fence to be enforced", func(context.Context) (bool, error) {
+		return try(cordonWithMarker) == nil, nil
+	})
+	const uncordonWithMarker = `{"metadata":{"annotations":{"gpuvc.dev/gpu-health-cordoned":null}},"spec":{"unschedulable":false}}`
+	for _, tc := range []struct {
+		name          string
+		cordoned, our bool
+		patch         string
+		refusal       string
+	}{
+		{"lift its own cordon, marker removed", true, true, uncordonWithMarker, ""},
+		{"lift its own cordon, marker kept", true, true, `{"spec":{"unschedulable":false}}`, "may not change a node's spec"},
+		{"lift an operator's cordon", true, false, `{"spec":{"unschedulable":false}}`, "may not change a node's spec"},
+		{"mark an operator's cordon as its own", true, false, `{"metadata":{"annotations":{"gpuvc.dev/gpu-health-cordoned":"true"}}}`, "only while it cordons a schedulable node"},
+		{"mark and lift an operator's cordon at once", true, false, `{"metadata":{"annotations":{"gpuvc.dev/gpu-health-cordoned":"true"}},"spec":{"unschedulable":false}}`, "only while it cordons a schedulable node"},
+	} {
+		setCordon(tc.cordoned, tc.our)
+		err := try(tc.patch)
+		switch {
+		case tc.refusal == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+			t.Errorf("%s: got %v, want a refusal saying %q", tc.name, err, tc.refusal)
+		}
 	}
 }
 
