@@ -11,7 +11,7 @@ import (
 )
 
 // agentFlags are the flags `gpuvc agent` accepts.
-var agentFlags = []string{"--node-name", "--interval", "--simulate", "--mig-strategy", "--gfd", "--device-plugin", "--device-plugin-dir", "--gpu-failure", "--metrics-bind-address", "--pod-resources-socket",
+var agentFlags = []string{"--node-name", "--interval", "--simulate", "--mig-strategy", "--gfd", "--device-plugin", "--device-plugin-dir", "--gpu-failure", "--gpu-probation", "--gpu-max-failures", "--gpu-failure-node-taint", "--metrics-bind-address", "--pod-resources-socket",
 	"--gpu-runtime", "--host-root", "--nvidia-toolkit-config", "--device-list-strategy"}
 
 // toolkitConfigs are agent.gpuRuntime.toolkitConfigs by default, toolkitDirs
@@ -40,23 +40,23 @@ func TestAgentDaemonSets(t *testing.T) {
 		metricsPort  int32    // a container port named metrics; 0: none
 	}
 	cases := map[string]map[string]ds{
-		"defaults": {"gpuvc-agent": {args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint",
+		"defaults": {"gpuvc-agent": {args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--gpu-probation=10m", "--gpu-max-failures=3", "--gpu-failure-node-taint=all",
 			"--gpu-runtime=fence", "--host-root=/host", "--nvidia-toolkit-config=" + strings.Join(toolkitConfigs, ","),
 			"--metrics-bind-address=:9402", "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"}, nvidiaEnv: true, podResources: true, metricsPort: 9402, toolkit: toolkitDirs}},
-		"agent metrics off": {"gpuvc-agent": {args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint",
+		"agent metrics off": {"gpuvc-agent": {args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--gpu-probation=10m", "--gpu-max-failures=3", "--gpu-failure-node-taint=all",
 			"--gpu-runtime=fence", "--host-root=/host", "--nvidia-toolkit-config=" + strings.Join(toolkitConfigs, ",")}, nvidiaEnv: true, toolkit: toolkitDirs}},
 		"simulated agents": {
 			"gpuvc-agent-a100": {
-				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--gpu-runtime=fence", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=8", "--metrics-bind-address=:9402"},
+				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--gpu-probation=10m", "--gpu-max-failures=3", "--gpu-failure-node-taint=all", "--gpu-runtime=fence", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=8", "--metrics-bind-address=:9402"},
 				nodeSelector: map[string]string{"gpuvc.dev/pool": "a100"}, metricsPort: 9402,
 			},
 			"gpuvc-agent-h100": {
-				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--gpu-runtime=fence", "--simulate=product=NVIDIA-H100-80GB-HBM3,count=8", "--metrics-bind-address=:9402"},
+				args:         []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--gpu-probation=10m", "--gpu-max-failures=3", "--gpu-failure-node-taint=all", "--gpu-runtime=fence", "--simulate=product=NVIDIA-H100-80GB-HBM3,count=8", "--metrics-bind-address=:9402"},
 				nodeSelector: map[string]string{"gpuvc.dev/pool": "h100"}, metricsPort: 9402,
 			},
 		},
 		"everything set": {"gpuvc-agent": {
-			args: []string{"--node-name=$(NODE_NAME)", "--interval=30s", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint",
+			args: []string{"--node-name=$(NODE_NAME)", "--interval=30s", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--gpu-probation=10m", "--gpu-max-failures=3", "--gpu-failure-node-taint=all",
 				"--gpu-runtime=warn", "--host-root=/host", "--nvidia-toolkit-config=/etc/nvidia-container-runtime/config.toml", "--device-list-strategy=volume-mounts",
 				"--metrics-bind-address=:9500", "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"},
 			nodeSelector: map[string]string{"nvidia.com/gpu.present": "true"},
@@ -64,7 +64,7 @@ func TestAgentDaemonSets(t *testing.T) {
 		}},
 		"agent off": {},
 		"kind trial": {"gpuvc-agent-a100": {
-			args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--gpu-runtime=fence",
+			args: []string{"--node-name=$(NODE_NAME)", "--interval=1m", "--mig-strategy=mixed", "--gfd=auto", "--gpu-failure=taint", "--gpu-probation=10m", "--gpu-max-failures=3", "--gpu-failure-node-taint=all", "--gpu-runtime=fence",
 				"--simulate=product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced",
 				"--device-plugin", "--device-plugin-dir=/var/lib/kubelet/device-plugins", "--metrics-bind-address=:9402"},
 			nodeSelector: map[string]string{"gpuvc.dev/pool": "a100"},

@@ -73,6 +73,11 @@ func TestInstall(t *testing.T) {
 	t.Run("webhook configurations", func(t *testing.T) { checkStoredWebhooks(ctx, t) })
 	t.Run("agent scheduling", func(t *testing.T) { checkAgentScheduling(ctx, t) })
 	t.Run("agent node fence", func(t *testing.T) { checkAgentFence(ctx, t) })
+	t.Run("agent node fence with cordon-drain", func(t *testing.T) {
+		h.upgrade(ctx, t, "agent: {gpuFailure: cordon-drain}")
+		defer h.upgrade(ctx, t, "")
+		checkAgentCordonFence(ctx, t)
+	})
 	t.Run("manager access", func(t *testing.T) {
 		checkAccess(ctx, t, managerNeeds(), leaderElectionNeeds())
 		checkRefused(ctx, t, realNodesOnly())
@@ -404,7 +409,7 @@ func checkAgentFence(ctx context.Context, t *testing.T) {
 		{"own node, pool label", agent, "a100-0",
 			map[string]string{"gpuvc.dev/pool": "h100"}, nil, "may only change nvidia.com/ labels"},
 		{"own node, foreign annotation", agent, "a100-0",
-			nil, map[string]string{"example.com/x": "y"}, "may only change the annotations gpuvc.dev/gpu-inventory and gpuvc.dev/unhealthy-gpus"},
+			nil, map[string]string{"example.com/x": "y"}, "may only change the annotations gpuvc.dev/gpu-inventory, gpuvc.dev/unhealthy-gpus"},
 		{"another node", agent, "h100-0",
 			map[string]string{"nvidia.com/gpu.product": "fake"}, nil, "may only change the node it runs on (a100-0), not h100-0"},
 		{"token without a node", unbound, "a100-0",
@@ -437,6 +442,9 @@ func checkAgentFence(ctx context.Context, t *testing.T) {
 	otherTaints, _ := json.Marshal(append(slices.Clone(node.Spec.Taints), corev1.Taint{Key: "gpuvc.dev/other", Value: "true", Effect: corev1.TaintEffectNoSchedule}))
 	for _, tc := range []struct{ name, patch, refusal string }{
 		{"unhealthy-GPU annotation", `{"metadata":{"annotations":{"gpuvc.dev/unhealthy-gpus":"GPU-x"}}}`, ""},
+		{"quarantine record and GPU-seconds lost", `{"metadata":{"annotations":{"gpuvc.dev/gpu-quarantine":"{}","gpuvc.dev/gpu-seconds-lost":"{}"}}}`, ""},
+		{"an operator's clear, set by the agent", `{"metadata":{"annotations":{"gpuvc.dev/gpu-quarantine-clear":"all"}}}`, "may only change the annotations"},
+		{"cordon marker without a cordon", `{"metadata":{"annotations":{"gpuvc.dev/gpu-health-cordoned":"true"}}}`, "only while it cordons a schedulable node"},
 		{"the agent's taint", `{"spec":{"taints":` + string(taints) + `}}`, ""},
 		{"the agent's runtime taint", `{"spec":{"taints":` + string(runtimeTaints) + `}}`, ""},
 		{"another gpuvc taint", `{"spec":{"taints":` + string(otherTaints) + `}}`, "may not change a node's spec"},
@@ -452,6 +460,71 @@ func checkAgentFence(ctx context.Context, t *testing.T) {
 	}
 	if node.Labels["gpuvc.dev/pool"] != "a100" || len(node.Spec.Taints) == 0 {
 		t.Errorf("a100-0 changed: labels %v taints %v", node.Labels, node.Spec.Taints)
+	}
+}
+
+// checkAgentCordonFence: with gpuFailure cordon-drain the agent may cordon a
+// schedulable node together with its marker gpuvc.dev/gpu-health-cordoned, and
+// lift only a cordon that carries the marker, removing it; an operator's
+// cordon stays out of its reach.
+func checkAgentCordonFence(ctx context.Context, t *testing.T) {
+	var agent kubernetes.Interface
+	poll.Until(ctx, t, 2*time.Minute, "the agent pod on a100-0 with --gpu-failure=cordon-drain", func(ctx context.Context) (bool, error) {
+		pods, err := host.Client.CoreV1().Pods(testNamespace).List(ctx, metav1.ListOptions{
+			LabelSelector: "app.kubernetes.io/component=agent", FieldSelector: "spec.nodeName=a100-0",
+		})
+		if err != nil || len(pods.Items) != 1 || pods.Items[0].DeletionTimestamp != nil ||
+			!slices.Contains(pods.Items[0].Spec.Containers[0].Args, "--gpu-failure=cordon-drain") {
+			return false, err
+		}
+		p := pods.Items[0]
+		agent = saClient(ctx, t, AgentServiceAccount, &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID})
+		return true, nil
+	})
+	nodes := host.Client.CoreV1().Nodes()
+	setCordon := func(cordoned bool, marker bool) {
+		t.Helper()
+		ann := map[string]any{"gpuvc.dev/gpu-health-cordoned": nil}
+		if marker {
+			ann["gpuvc.dev/gpu-health-cordoned"] = "true"
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}, "spec": map[string]any{"unschedulable": cordoned}})
+		if _, err := nodes.Patch(ctx, "a100-0", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { setCordon(false, false) })
+	dry := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	try := func(patch string) error {
+		_, err := agent.CoreV1().Nodes().Patch(ctx, "a100-0", types.MergePatchType, []byte(patch), dry)
+		return err
+	}
+	const cordonWithMarker = `{"metadata":{"annotations":{"gpuvc.dev/gpu-health-cordoned":"true"}},"spec":{"unschedulable":true}}`
+	// The upgraded policy is enforced once the API server's informers have it.
+	poll.Until(ctx, t, 2*time.Minute, "cordon-drain's node fence to be enforced", func(context.Context) (bool, error) {
+		return try(cordonWithMarker) == nil, nil
+	})
+	const uncordonWithMarker = `{"metadata":{"annotations":{"gpuvc.dev/gpu-health-cordoned":null}},"spec":{"unschedulable":false}}`
+	for _, tc := range []struct {
+		name          string
+		cordoned, our bool
+		patch         string
+		refusal       string
+	}{
+		{"lift its own cordon, marker removed", true, true, uncordonWithMarker, ""},
+		{"lift its own cordon, marker kept", true, true, `{"spec":{"unschedulable":false}}`, "may not change a node's spec"},
+		{"lift an operator's cordon", true, false, `{"spec":{"unschedulable":false}}`, "may not change a node's spec"},
+		{"mark an operator's cordon as its own", true, false, `{"metadata":{"annotations":{"gpuvc.dev/gpu-health-cordoned":"true"}}}`, "only while it cordons a schedulable node"},
+		{"mark and lift an operator's cordon at once", true, false, `{"metadata":{"annotations":{"gpuvc.dev/gpu-health-cordoned":"true"}},"spec":{"unschedulable":false}}`, "only while it cordons a schedulable node"},
+	} {
+		setCordon(tc.cordoned, tc.our)
+		err := try(tc.patch)
+		switch {
+		case tc.refusal == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+			t.Errorf("%s: got %v, want a refusal saying %q", tc.name, err, tc.refusal)
+		}
 	}
 }
 

@@ -25,11 +25,11 @@ const (
 type Event struct {
 	// Index and UUID name the physical GPU (a MIG device's failure is its
 	// parent GPU's).
-	Index int
-	UUID  string
-	Kind  Kind
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+	Kind  Kind   `json:"kind"`
 	// XID is the error number of a KindXID event.
-	XID uint64
+	XID uint64 `json:"xid,omitempty"`
 }
 
 // String names the GPU and the error, for conditions, events and logs:

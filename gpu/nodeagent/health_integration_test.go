@@ -43,11 +43,13 @@ func healthIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlP
 }
 
 // An XID injected into a simulated GPU of kwok node h100-0, with the agent's
-// own RBAC and the cordon-drain policy: the node gets GPUHealthy=False naming
-// the GPU and the XID, the annotation, the taint and the cordon; the pod
-// recorded on that GPU is evicted, the one on another GPU stays; events on the
-// node and the pod, metrics. A restarted agent (GPU reset) clears its taint,
-// annotation and condition.
+// own RBAC, the cordon-drain policy and --gpu-failure-node-taint=any: the node
+// gets GPUHealthy=False naming the GPU and the XID, the annotation, the taint
+// and the cordon; the pod recorded on that GPU is evicted, the one on another
+// GPU stays; events on the node and the pod, metrics. A restarted agent keeps
+// the GPU out (no probation); an operator's clear annotation returns it: the
+// agent removes its taint, its cordon, the annotations and sets the condition
+// True.
 func TestHealthInjectedXIDOnTheRealAPIServer(t *testing.T) {
 	cp := localcp.ForTest(t)
 	ctx := poll.TestContext(t)
@@ -88,7 +90,7 @@ func TestHealthInjectedXIDOnTheRealAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	inject := filepath.Join(t.TempDir(), "inject")
 	h := &nodeagent.Health{Client: client, NodeName: nodeName, Policy: nodeagent.HealthCordonDrain, GPUs: len(inv.GPUs),
-		Recorder: broadcaster.NewRecorder(scheme.Scheme, "gpuvc-agent"), Metrics: metrics}
+		NodeTaint: nodeagent.NodeTaintAnyOut, Recorder: broadcaster.NewRecorder(scheme.Scheme, "gpuvc-agent"), Metrics: metrics}
 	runCtx, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)
 	go func() {
@@ -122,7 +124,7 @@ func TestHealthInjectedXIDOnTheRealAPIServer(t *testing.T) {
 	t.Logf("XID injected → node tainted and cordoned: %v", time.Since(injected).Round(time.Millisecond))
 	c := gpuHealthy(node)
 	require.Equal(t, "XID", c.Reason)
-	require.Equal(t, "1 of 8 GPUs failed: GPU 3 ("+bad+"): XID 79 (GPU has fallen off the bus)", c.Message)
+	require.Equal(t, "1 of 8 GPUs out of service: GPU 3 ("+bad+"): XID 79 (GPU has fallen off the bus); failure 1, out until an operator clears it (no probation), returned 0 times", c.Message)
 	require.Equal(t, bad, node.Annotations[contract.AnnotationUnhealthyGPUs])
 	// The pool taint stays beside the agent's.
 	require.True(t, slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == contract.LabelPool }), "pool taint lost: %v", node.Spec.Taints)
@@ -157,16 +159,25 @@ func TestHealthInjectedXIDOnTheRealAPIServer(t *testing.T) {
 	stop()
 	require.NoError(t, <-ran)
 
-	// The GPU was reset and the agent restarted: it clears what it set, except
-	// the cordon (an operator uncordons).
-	restarted := &nodeagent.Health{Client: client, NodeName: nodeName, Policy: nodeagent.HealthCordonDrain, GPUs: len(inv.GPUs)}
+	// The agent restarted: the GPU stays out (the node's record). An operator
+	// reset the GPU and clears it: the agent takes back what it set.
+	restarted := &nodeagent.Health{Client: client, NodeName: nodeName, Policy: nodeagent.HealthCordonDrain, GPUs: len(inv.GPUs), NodeTaint: nodeagent.NodeTaintAnyOut}
+	require.NoError(t, restarted.Enforce(ctx))
+	node, err = cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, corev1.ConditionFalse, gpuHealthy(node).Status, "a restarted agent forgot the GPU out")
+	_, err = cp.Client.CoreV1().Nodes().Patch(ctx, nodeName, types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+contract.AnnotationGPUQuarantineClear+`":"`+bad+`"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
 	require.NoError(t, restarted.Enforce(ctx))
 	node, err = cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, corev1.ConditionTrue, gpuHealthy(node).Status)
 	require.NotContains(t, node.Annotations, contract.AnnotationUnhealthyGPUs)
+	require.NotContains(t, node.Annotations, contract.AnnotationGPUQuarantineClear)
+	require.NotContains(t, node.Annotations, contract.AnnotationGPUHealthCordoned)
 	require.False(t, slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == contract.TaintGPUUnhealthy }))
-	require.True(t, node.Spec.Unschedulable)
+	require.False(t, node.Spec.Unschedulable, "the agent's own cordon stayed")
 }
 
 func gpuHealthy(n *corev1.Node) *corev1.NodeCondition {
@@ -207,8 +218,9 @@ func restoreNode(t *testing.T, cp *localcluster.ControlPlane, name string) {
 	}
 	taints := slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == contract.TaintGPUUnhealthy })
 	patch, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]any{contract.AnnotationUnhealthyGPUs: nil}},
-		"spec":     map[string]any{"taints": taints, "unschedulable": false},
+		"metadata": map[string]any{"annotations": map[string]any{contract.AnnotationUnhealthyGPUs: nil, contract.AnnotationGPUQuarantine: nil,
+			contract.AnnotationGPUQuarantineClear: nil, contract.AnnotationGPUHealthCordoned: nil, contract.AnnotationGPUSecondsLost: nil}},
+		"spec": map[string]any{"taints": taints, "unschedulable": false},
 	})
 	if _, err := cp.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Error(err)
@@ -221,8 +233,8 @@ func restoreNode(t *testing.T, cp *localcluster.ControlPlane, name string) {
 
 // The agent as `gpuvc agent --simulate … --inject-gpu-failures <file>` runs it,
 // in-process with the taint policy's RBAC: an ECC error injected into GPU 2
-// taints the node and sets the condition; the metrics endpoint shows the
-// failed GPU.
+// sets the condition and takes the GPU out alone (one of 8: no taint, the
+// default --gpu-failure-node-taint=all); the metrics endpoint shows it.
 func TestAgentRunInjectedFailure(t *testing.T) {
 	cp := localcp.ForTest(t)
 	ctx := poll.TestContext(t)
@@ -248,19 +260,20 @@ func TestAgentRunInjectedFailure(t *testing.T) {
 	go func() { ran <- runAgent(runCtx, kubeconfig, &errOut, o) }()
 
 	require.NoError(t, os.WriteFile(inject, []byte("2 ecc\n"), 0o644))
-	poll.UntilSeen(ctx, t, 30*time.Second, "node tainted for GPU 2", func(ctx context.Context) (bool, string, error) {
+	poll.UntilSeen(ctx, t, 30*time.Second, "GPU 2 out of service", func(ctx context.Context) (bool, string, error) {
 		n, err := cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
 		}
 		c := gpuHealthy(n)
-		tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == contract.TaintGPUUnhealthy })
-		return tainted && c != nil && c.Reason == "DoubleBitECC" && strings.Contains(c.Message, "GPU 2 ("),
-			fmt.Sprintf("condition %v taints %v; agent log: %s", c, n.Spec.Taints, errOut.String()), nil
+		return c != nil && c.Reason == "DoubleBitECC" && strings.Contains(c.Message, "GPU 2 (") && n.Annotations[contract.AnnotationUnhealthyGPUs] != "",
+			fmt.Sprintf("condition %v annotations %v; agent log: %s", c, n.Annotations, errOut.String()), nil
 	})
 	n, err := cp.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.False(t, n.Spec.Unschedulable, "the taint policy cordoned")
+	require.False(t, slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == contract.TaintGPUUnhealthy }),
+		"one GPU of 8 out tainted the node: %v", n.Spec.Taints)
 	var body string
 	poll.UntilSeen(ctx, t, 10*time.Second, "metrics", func(ctx context.Context) (bool, string, error) {
 		resp, err := http.Get("http://" + addr + "/metrics")

@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -100,7 +101,9 @@ func TestHealthPolicies(t *testing.T) {
 				t.Fatal(err)
 			}
 			var plugin []string
-			h := &Health{Client: c, NodeName: "n0", Policy: policy, GPUs: 2, Recorder: rec, Metrics: m,
+			// Any GPU out taints (--gpu-failure-node-taint=any); the default,
+			// every GPU out, is TestHealthTaintsOnlyWhenEveryGPUIsOut.
+			h := &Health{Client: c, NodeName: "n0", Policy: policy, GPUs: 2, Recorder: rec, Metrics: m, NodeTaint: NodeTaintAnyOut,
 				OnUnhealthy: func(uuid string) { plugin = append(plugin, uuid) }}
 
 			// Start: all healthy, nothing changes but the condition.
@@ -121,7 +124,7 @@ func TestHealthPolicies(t *testing.T) {
 			n, _ = c.CoreV1().Nodes().Get(ctx, "n0", metav1.GetOptions{})
 			cond := gpuCondition(t, n)
 			if cond.Status != corev1.ConditionFalse || cond.Reason != "XID" ||
-				cond.Message != "1 of 2 GPUs failed: GPU 1 (GPU-b): XID 79 (GPU has fallen off the bus)" {
+				cond.Message != "1 of 2 GPUs out of service: GPU 1 (GPU-b): XID 79 (GPU has fallen off the bus); failure 1, out until an operator clears it (no probation), returned 0 times" {
 				t.Errorf("condition %+v", cond)
 			}
 			if got := n.Annotations[contract.AnnotationUnhealthyGPUs]; got != "GPU-b" {
@@ -182,28 +185,57 @@ func TestHealthPolicies(t *testing.T) {
 	}
 }
 
-// A restarted agent (the GPU was reset) finds its taint and annotation and
-// removes them; the pool taint and a cordon stay.
-func TestHealthRecoveryAfterRestart(t *testing.T) {
+// A restarted agent continues the quarantine the node records: the GPU stays
+// out (the device plugin is told again) until an operator clears it; then the
+// taint goes and the cordon the agent set is lifted; the pool taint stays.
+func TestHealthRestartContinuesTheQuarantine(t *testing.T) {
 	ctx := context.Background()
 	c := healthClient()
-	old := &Health{Client: c, NodeName: "n0", Policy: HealthCordonDrain, GPUs: 2}
+	old := &Health{Client: c, NodeName: "n0", Policy: HealthCordonDrain, GPUs: 1}
 	if err := old.Report(ctx, health.Event{Index: 0, UUID: "GPU-a", Kind: health.KindDoubleBitECC}); err != nil {
 		t.Fatal(err)
 	}
-	restarted := &Health{Client: c, NodeName: "n0", Policy: HealthCordonDrain, GPUs: 2}
+	var plugin []string
+	restarted := &Health{Client: c, NodeName: "n0", Policy: HealthCordonDrain, GPUs: 1,
+		OnUnhealthy: func(uuid string) { plugin = append(plugin, "out "+uuid) }, OnHealthy: func(uuid string) { plugin = append(plugin, "back "+uuid) }}
 	if err := restarted.Enforce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	n, _ := c.CoreV1().Nodes().Get(ctx, "n0", metav1.GetOptions{})
-	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != contract.LabelPool || !n.Spec.Unschedulable {
-		t.Errorf("taints %v unschedulable %v: want only the pool taint, still cordoned", n.Spec.Taints, n.Spec.Unschedulable)
+	if len(n.Spec.Taints) != 2 || !n.Spec.Unschedulable || n.Annotations[contract.AnnotationUnhealthyGPUs] != "GPU-a" {
+		t.Errorf("after a restart: taints %v unschedulable %v annotations %v: want the GPU still out", n.Spec.Taints, n.Spec.Unschedulable, n.Annotations)
 	}
-	if _, ok := n.Annotations[contract.AnnotationUnhealthyGPUs]; ok {
-		t.Errorf("annotation %s left: %v", contract.AnnotationUnhealthyGPUs, n.Annotations)
+	if r, ok := restarted.Record("GPU-a"); !ok || r.Failures != 1 || r.State != StateProbation {
+		t.Errorf("restored record %+v %v", r, ok)
+	}
+
+	annotate(t, c, "n0", contract.AnnotationGPUQuarantineClear, "all")
+	if err := restarted.Enforce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, _ = c.CoreV1().Nodes().Get(ctx, "n0", metav1.GetOptions{})
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != contract.LabelPool || n.Spec.Unschedulable {
+		t.Errorf("after the clear: taints %v unschedulable %v: want only the pool taint, uncordoned", n.Spec.Taints, n.Spec.Unschedulable)
+	}
+	for _, k := range []string{contract.AnnotationUnhealthyGPUs, contract.AnnotationGPUQuarantineClear, contract.AnnotationGPUHealthCordoned} {
+		if _, ok := n.Annotations[k]; ok {
+			t.Errorf("annotation %s left: %v", k, n.Annotations)
+		}
 	}
 	if cond := gpuCondition(t, n); cond.Status != corev1.ConditionTrue {
 		t.Errorf("condition %+v, want True", cond)
+	}
+	if !cmp.Equal(plugin, []string{"out GPU-a", "back GPU-a"}) {
+		t.Errorf("device plugin told %v", plugin)
+	}
+}
+
+// annotate sets a node annotation as an operator would (kubectl annotate).
+func annotate(t *testing.T, c *fake.Clientset, node, key, value string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)
+	if _, err := c.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

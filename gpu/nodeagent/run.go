@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/dra"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
@@ -56,6 +58,12 @@ type Options struct {
 	// InjectFailures is the file injecting failures of simulated GPUs
 	// (--inject-gpu-failures); simulated GPUs never fail without it.
 	InjectFailures string
+	// Quarantine is how long a failed GPU stays out (--gpu-probation,
+	// --gpu-max-failures).
+	Quarantine QuarantinePolicy
+	// NodeTaint is when the taint policies taint the node
+	// (--gpu-failure-node-taint); "" is NodeTaintAllOut.
+	NodeTaint NodeTaintMode
 	// IgnoreXIDs are XIDs not treated as GPU failures besides the
 	// application XIDs always ignored (--ignore-xids).
 	IgnoreXIDs []uint64
@@ -80,7 +88,7 @@ type Options struct {
 	MetricsAddr string
 	// PodResourcesSocket is the kubelet's pod-resources socket
 	// (--pod-resources-socket): the owners of real GPUs for the utilization
-	// metrics.
+	// metrics, and of every device for the drain of a failed GPU.
 	PodResourcesSocket string
 	// RESTConfig gives the API server's configuration. Run calls it after
 	// reading the GPUs, so that a local problem (no driver) is reported
@@ -179,8 +187,22 @@ func Run(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
+		h.Quarantine, h.NodeTaint = o.Quarantine, o.NodeTaint
+		// An operator's clear (annotation) is read at the next enforcement.
+		h.Resync = min(o.Interval, 30*time.Second)
 		if plugin != nil {
-			h.OnUnhealthy = plugin.SetUnhealthy
+			h.OnUnhealthy, h.OnHealthy = plugin.SetUnhealthy, plugin.SetHealthy
+		}
+		if _, err := os.Stat(o.PodResourcesSocket); o.Health == HealthCordonDrain && err != nil {
+			log.Info("no kubelet pod-resources socket: a failed GPU's drain finds only the pods annotated "+contract.AnnotationGPUUUID+" (reservations and shares), not whole-GPU or MIG pods",
+				"socket", o.PodResourcesSocket, "error", err.Error())
+		} else if o.Health == HealthCordonDrain {
+			owners, closeOwners, err := DialPodResources(o.PodResourcesSocket)
+			if err != nil {
+				return err
+			}
+			defer closeOwners()
+			h.Owners = func(ctx context.Context) (map[string]DeviceOwner, error) { return DeviceOwners(ctx, owners) }
 		}
 		tasks = append(tasks, func() error {
 			// A watch that cannot run (a driver without events) must not end

@@ -55,7 +55,7 @@ func startHealth(client kubernetes.Interface, node string, policy HealthPolicy, 
 	if err != nil {
 		return nil, err
 	}
-	return &Health{Client: client, NodeName: node, Policy: policy, GPUs: len(inv.GPUs), Recorder: rec, Metrics: m}, nil
+	return &Health{Client: client, NodeName: node, Policy: policy, GPUs: len(inv.GPUs), Recorder: rec, Metrics: m, Devices: DevicesOf(inv)}, nil
 }
 
 // judge reads the toolkit's configuration and decides. With SimulatedToolkit

@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -213,6 +214,15 @@ func (a *Accountant) sampleTeam(ctx context.Context, t *gpuvcv1.Team, nodes map[
 		a.mu.Unlock()
 	}
 	a.mu.Lock()
+	for name, n := range nodes {
+		if v, ok := n.Lost[t.Name]; ok {
+			pool := n.Pool
+			if pool == "" {
+				pool = t.Spec.Pool
+			}
+			tl.CreditLost(now, name, pool, v)
+		}
+	}
 	tl.Prune(now, a.opts.Retention)
 	a.ledgers[t.Name] = tl
 	a.mu.Unlock()
@@ -246,7 +256,14 @@ func (a *Accountant) nodes(ctx context.Context) (map[string]NodeInfo, error) {
 	}
 	out := make(map[string]NodeInfo, len(list.Items))
 	for _, n := range list.Items {
-		out[n.Name] = NodeInfo{Pool: n.Labels[contract.LabelPool], Product: n.Labels[contract.LabelGPUProduct]}
+		info := NodeInfo{Pool: n.Labels[contract.LabelPool], Product: n.Labels[contract.LabelGPUProduct]}
+		if v := n.Annotations[contract.AnnotationGPUSecondsLost]; v != "" {
+			if err := json.Unmarshal([]byte(v), &info.Lost); err != nil {
+				log.FromContext(ctx).Error(err, "unreadable GPU-seconds lost on a node; not credited", "node", n.Name, "annotation", contract.AnnotationGPUSecondsLost)
+				info.Lost = nil
+			}
+		}
+		out[n.Name] = info
 	}
 	return out, nil
 }

@@ -14,12 +14,13 @@ type ledgerJSON struct {
 	Rates     map[string]float64            `json:"rates,omitempty"`
 	Totals    map[string]float64            `json:"totals,omitempty"`
 	Hours     map[string]map[string]float64 `json:"hours,omitempty"`
+	LostSeen  map[string]float64            `json:"lostSeen,omitempty"`
 }
 
 // MarshalJSON implements json.Marshaler.
 func (l *Ledger) MarshalJSON() ([]byte, error) {
 	out := ledgerJSON{Since: l.Since.UTC(), SampledAt: l.SampledAt.UTC(),
-		Rates: encodeKeys(l.Rates), Totals: encodeKeys(l.Totals), Hours: map[string]map[string]float64{}}
+		Rates: encodeKeys(l.Rates), Totals: encodeKeys(l.Totals), Hours: map[string]map[string]float64{}, LostSeen: l.LostSeen}
 	for h, s := range l.Hours {
 		out.Hours[h.UTC().Format(time.RFC3339)] = encodeKeys(s)
 	}
@@ -33,7 +34,7 @@ func (l *Ledger) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*l = Ledger{Since: in.Since, SampledAt: in.SampledAt, Rates: Rates(decodeKeys(in.Rates)),
-		Totals: Seconds(decodeKeys(in.Totals)), Hours: map[time.Time]Seconds{}}
+		Totals: Seconds(decodeKeys(in.Totals)), Hours: map[time.Time]Seconds{}, LostSeen: in.LostSeen}
 	for h, s := range in.Hours {
 		t, err := time.Parse(time.RFC3339, h)
 		if err != nil {

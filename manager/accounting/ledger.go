@@ -13,6 +13,11 @@ const (
 	KindMIG      = "mig"      // MIG slices, weighted by compute slices
 	KindFraction = "fraction" // shares of reservation GPUs bound to pods
 	KindReserved = "reserved" // reservation GPUs not handed out as shares
+	// KindLost is the GPU time of the team's pods drained for a failed GPU,
+	// from their start to their eviction (the node agent's
+	// gpuvc.dev/gpu-seconds-lost): work lost to GPU failures. That time was
+	// held and is counted in the kinds above too, so it is not part of Total.
+	KindLost = "lost-to-gpu-failure"
 )
 
 // Key is one series: a pool and a kind.
@@ -38,11 +43,13 @@ func (s Seconds) add(k Key, v float64) {
 	}
 }
 
-// Total is the sum over all keys.
+// Total is what the team held: the sum over all keys but KindLost.
 func (s Seconds) Total() float64 {
 	t := 0.0
-	for _, v := range s {
-		t += v
+	for k, v := range s {
+		if k.Kind != KindLost {
+			t += v
+		}
 	}
 	return t
 }
@@ -57,6 +64,9 @@ type Ledger struct {
 	Totals    Seconds
 	// Hours maps the start of an hour (UTC) to the GPU-seconds within it.
 	Hours map[time.Time]Seconds
+	// LostSeen is, per node, the node agent's cumulative GPU-seconds lost by
+	// this team last credited (CreditLost).
+	LostSeen map[string]float64
 }
 
 // NewLedger starts an empty ledger at now.
@@ -110,6 +120,35 @@ func (l *Ledger) credit(from, to time.Time, rates Rates) {
 		}
 		start = end
 	}
+}
+
+// CreditLost credits the increase of a node's cumulative GPU-seconds lost
+// by the team (the node agent's annotation gpuvc.dev/gpu-seconds-lost) since
+// the last sample to KindLost of pool, in the hour of now. A value lower than
+// the last one (the annotation was reset) is credited whole.
+func (l *Ledger) CreditLost(now time.Time, node, pool string, cumulative float64) {
+	if l.LostSeen == nil {
+		l.LostSeen = map[string]float64{}
+	}
+	seen, ok := l.LostSeen[node]
+	if ok && cumulative == seen {
+		return
+	}
+	delta := cumulative - seen
+	if cumulative < seen {
+		delta = cumulative
+	}
+	l.LostSeen[node] = cumulative
+	if delta <= 0 {
+		return
+	}
+	k := Key{Pool: pool, Kind: KindLost}
+	hour := now.UTC().Truncate(time.Hour)
+	if l.Hours[hour] == nil {
+		l.Hours[hour] = Seconds{}
+	}
+	l.Hours[hour].add(k, delta)
+	l.Totals.add(k, delta)
 }
 
 // Prune drops the hourly buckets that ended before now − retention; totals keep

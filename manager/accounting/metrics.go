@@ -15,6 +15,11 @@ var secondsDesc = prometheus.NewDesc("gpuvc_team_gpu_seconds_total",
 	"GPU time the team's pods held, in GPU-seconds, by pool and kind (whole, mig, fraction, reserved); continues across manager restarts.",
 	[]string{"team", "pool", "kind"}, nil)
 
+var lostDesc = prometheus.NewDesc("gpuvc_team_gpu_seconds_lost_to_gpu_failure_total",
+	"GPU time the team's pods drained for a failed GPU had held since they started (work lost to GPU failures), by pool; "+
+		"also counted in gpuvc_team_gpu_seconds_total, where it was held.",
+	[]string{"team", "pool"}, nil)
+
 var (
 	lastSampleDesc = prometheus.NewDesc("gpuvc_accounting_last_sample_timestamp_seconds",
 		"When the accountant last sampled every team without an error (Unix time); exported by the leader only. "+
@@ -37,6 +42,7 @@ func Register(reg prometheus.Registerer) error {
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- secondsDesc
+	ch <- lostDesc
 	ch <- lastSampleDesc
 	ch <- intervalDesc
 }
@@ -54,6 +60,10 @@ func (collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for team, s := range a.Totals() {
 		for k, v := range s {
+			if k.Kind == KindLost {
+				ch <- prometheus.MustNewConstMetric(lostDesc, prometheus.CounterValue, v, team, k.Pool)
+				continue
+			}
 			ch <- prometheus.MustNewConstMetric(secondsDesc, prometheus.CounterValue, v, team, k.Pool, k.Kind)
 		}
 	}

@@ -27,8 +27,13 @@ func Holds(p *corev1.Pod) bool {
 	return p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
-// NodeInfo is what weighing needs of a node: its pool and GPU product labels.
-type NodeInfo struct{ Pool, Product string }
+// NodeInfo is what weighing needs of a node: its pool and GPU product labels;
+// and the GPU-seconds each team lost there to GPU failures (the node agent's
+// annotation gpuvc.dev/gpu-seconds-lost).
+type NodeInfo struct {
+	Pool, Product string
+	Lost          map[string]float64
+}
 
 // TeamRates weighs the pods of one team namespace: the GPUs held per pool and
 // kind. nodes maps node names to their labels; defaultPool is used for a node

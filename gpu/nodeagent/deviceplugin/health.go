@@ -9,7 +9,8 @@ import (
 // Health is the devices' health, shared by every resource's server: the agent
 // marks a failed GPU, and each ListAndWatch stream sends its devices again
 // with that GPU (and its MIG devices) Unhealthy, so the kubelet stops
-// allocating it and lowers the node's allocatable count.
+// allocating it and lowers the node's allocatable count; when the GPU returns
+// to service they are sent Healthy again.
 type Health struct {
 	mu        sync.Mutex
 	unhealthy map[string]bool
@@ -40,6 +41,19 @@ func (h *Health) SetUnhealthy(gpuUUID string) {
 		return
 	}
 	h.unhealthy[gpuUUID] = true
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// SetHealthy returns a GPU (by its UUID) to service, with all its MIG
+// devices: the streams send them Healthy again and the kubelet allocates them.
+func (h *Health) SetHealthy(gpuUUID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.unhealthy[gpuUUID] {
+		return
+	}
+	delete(h.unhealthy, gpuUUID)
 	close(h.changed)
 	h.changed = make(chan struct{})
 }

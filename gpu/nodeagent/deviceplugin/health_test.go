@@ -11,7 +11,7 @@ import (
 
 // A failed GPU turns Unhealthy on the open ListAndWatch streams: a whole GPU
 // on nvidia.com/gpu, and a MIG-mode GPU's devices on every MIG resource; the
-// other GPU's devices stay Healthy.
+// other GPU's devices stay Healthy. A GPU back in service turns Healthy again.
 func TestUnhealthyGPUIsResent(t *testing.T) {
 	dir := shortDir(t)
 	inv := testInventory(t) // GPU 0 MIG all-balanced, GPU 1 whole
@@ -40,6 +40,24 @@ func TestUnhealthyGPUIsResent(t *testing.T) {
 		if state != pluginapi.Unhealthy {
 			t.Errorf("MIG device %s of failed GPU 0 is %s", id, state)
 		}
+	}
+	_ = healthOf(t, gpuStream) // every change is sent on every stream
+
+	// GPU 0 returns to service (probation over): its MIG devices are Healthy
+	// again; GPU 1 stays out.
+	h.SetHealthy(inv.GPUs[0].UUID)
+	h.SetHealthy(inv.GPUs[0].UUID) // again: no second update
+	for id, state := range healthOf(t, migStream) {
+		if state != pluginapi.Healthy {
+			t.Errorf("MIG device %s of returned GPU 0 is %s", id, state)
+		}
+	}
+	if got := healthOf(t, gpuStream); !cmp.Equal(got, map[string]string{inv.GPUs[1].UUID: pluginapi.Unhealthy}) {
+		t.Errorf("nvidia.com/gpu after GPU 0 returned: %v", got)
+	}
+	h.SetHealthy(inv.GPUs[1].UUID)
+	if got := healthOf(t, gpuStream); !cmp.Equal(got, map[string]string{inv.GPUs[1].UUID: pluginapi.Healthy}) {
+		t.Errorf("nvidia.com/gpu after GPU 1 returned: %v", got)
 	}
 	cancel()
 	if err := <-served; err != nil {

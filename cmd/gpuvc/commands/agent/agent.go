@@ -44,6 +44,9 @@ type flags struct {
 	cdiDir          string
 	verbosity       int
 	gpuFailure      string
+	gpuProbation    time.Duration
+	gpuMaxFailures  int
+	gpuNodeTaint    string
 	injectFailures  string
 	ignoreXIDs      string
 	metricsAddr     string
@@ -71,12 +74,16 @@ func newCommand(streams cli.Streams, globals *cli.Globals, f *flags) *cobra.Comm
 			"to the kubelet as nvidia.com/gpu and nvidia.com/mig-<profile> (mixed strategy), and --dra\n" +
 			"those the spec hands to DRA (dra=<n>) through a DRA kubelet plugin (ResourceSlices, CDI).\n" +
 			"It also watches the GPUs' health (NVML events: critical XIDs, double-bit ECC, lost GPUs)\n" +
-			"and, per --gpu-failure, sets the Node condition GPUHealthy, taints, cordons and drains.\n" +
+			"and, per --gpu-failure, takes a failed GPU out of service alone (device plugin, condition\n" +
+			"GPUHealthy, annotations), drains the pods using it, returns it after --gpu-probation and\n" +
+			"quarantines it for good after --gpu-max-failures; the node is tainted (and cordoned) when\n" +
+			"every GPU is out (--gpu-failure-node-taint).\n" +
 			"It judges the node's NVIDIA container toolkit configuration and, per --gpu-runtime, sets\n" +
 			"the Node condition GPURuntimeSafe and taints a node whose runtime would give an\n" +
 			"unprivileged container the GPUs it names in NVIDIA_VISIBLE_DEVICES.\n" +
 			"Needs RBAC get and patch on nodes; with health watching or the runtime check also patch nodes/status and\n" +
-			"create events; with cordon-drain also list pods and create pods/eviction.",
+			"create events; with cordon-drain also list pods and create pods/eviction (and the kubelet's\n" +
+			"pod-resources socket, --pod-resources-socket, to find every pod on a failed GPU).",
 		Example: "  gpuvc agent --node-name=$(NODE_NAME)\n" +
 			"  gpuvc agent --simulate product=NVIDIA-A100-SXM4-80GB,count=8,mig=all-balanced --device-plugin\n" +
 			"  gpuvc agent --simulate product=NVIDIA-A100-SXM4-80GB,count=8,dra=2 --device-plugin --dra",
@@ -99,6 +106,9 @@ func newCommand(streams cli.Streams, globals *cli.Globals, f *flags) *cobra.Comm
 	fs.StringVar(&f.cdiDir, "cdi-dir", dra.DefaultCDIDir, "a folder the container runtime reads CDI specs from (containerd: one of cdi_spec_dirs), where the DRA plugin writes them")
 	fs.IntVar(&f.verbosity, "v", 0, "log verbosity")
 	fs.StringVar(&f.gpuFailure, "gpu-failure", string(nodeagent.HealthTaint), "what to do when a GPU fails (critical XID, double-bit ECC, lost): report (condition GPUHealthy, annotation, events, metrics), taint (also taint gpuvc.dev/gpu-unhealthy:NoSchedule), cordon-drain (also cordon and evict the pods on the failed GPU) or off (no health watching)")
+	fs.DurationVar(&f.gpuProbation, "gpu-probation", 10*time.Minute, "how long a failed GPU stays out of service with no new error before it returns by itself (device plugin Healthy again, condition and annotations updated); 0: never by itself, only when an operator clears it (annotation "+contract.AnnotationGPUQuarantineClear+")")
+	fs.IntVar(&f.gpuMaxFailures, "gpu-max-failures", 3, "the failure that takes a GPU out for this many times quarantines it for good, until an operator clears it (annotation "+contract.AnnotationGPUQuarantineClear+"=<uuid>|all); 0: never")
+	fs.StringVar(&f.gpuNodeTaint, "gpu-failure-node-taint", string(nodeagent.NodeTaintAllOut), "with --gpu-failure taint or cordon-drain, when the node is tainted (and cordoned): all (only when every GPU is out: the node keeps serving its healthy GPUs) or any (as soon as one is)")
 	fs.StringVar(&f.injectFailures, "inject-gpu-failures", "", "with --simulate: a file whose lines inject failures of simulated GPUs: \"<gpu index or UUID> xid=<n>|ecc|lost\"")
 	fs.StringVar(&f.ignoreXIDs, "ignore-xids", "", "comma-separated XIDs not to treat as GPU failures, besides the application XIDs always ignored (13, 31, 43, 45, 68, 109)")
 	fs.StringVar(&f.podResources, "pod-resources-socket", nodeagent.DefaultPodResourcesSocket, "the kubelet's pod-resources socket: maps GPUs to pods for gpuvc_team_gpu_utilization (real GPUs, with --metrics-bind-address)")
@@ -159,6 +169,16 @@ func (f *flags) options(fs *pflag.FlagSet) (nodeagent.Options, error) {
 		if o.Health, err = nodeagent.ParseHealthPolicy(f.gpuFailure); err != nil {
 			return o, fmt.Errorf("--gpu-failure: %w (or off)", err)
 		}
+	}
+	if f.gpuProbation < 0 {
+		return o, fmt.Errorf("--gpu-probation %v must not be negative (0: a failed GPU returns only when an operator clears it)", f.gpuProbation)
+	}
+	if f.gpuMaxFailures < 0 {
+		return o, fmt.Errorf("--gpu-max-failures %d must not be negative (0: never quarantine for good)", f.gpuMaxFailures)
+	}
+	o.Quarantine = nodeagent.QuarantinePolicy{Probation: f.gpuProbation, MaxFailures: f.gpuMaxFailures}
+	if o.NodeTaint, err = nodeagent.ParseNodeTaintMode(f.gpuNodeTaint); err != nil {
+		return o, fmt.Errorf("--gpu-failure-node-taint: %w", err)
 	}
 	if f.gpuRuntime != runtimeOff {
 		if o.Runtime, err = nodeagent.ParseRuntimePolicy(f.gpuRuntime); err != nil {

@@ -30,7 +30,9 @@ func newUsageCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 		Long: "Print the GPU time each team held, in GPU-hours (one whole GPU for one hour), per\n" +
 			"pool and kind, as the manager counted it: whole GPUs, MIG slices weighted by compute\n" +
 			"slices (1g on an A100 = 1/7), fractions bound to pods and the rest of the GPUs reserved\n" +
-			"for fractions. The kinds add up to TOTAL. --since limits the count to a recent window\n" +
+			"for fractions. The kinds add up to TOTAL. LOST TO GPU FAILURES is the part of it held by\n" +
+			"pods the node agent drained for a failed GPU, from their start to the eviction (kind\n" +
+			"lost-to-gpu-failure; not added to TOTAL). --since limits the count to a recent window\n" +
 			"(hourly buckets, kept 7 days by default); without it, everything since counting started.\n" +
 			"Deleted teams are listed while the manager keeps their ledger (90 days by default,\n" +
 			"gpuvc manager --accounting-deleted-team-retention), with when they were deleted.",
@@ -90,14 +92,14 @@ func printUsageTable(w io.Writer, u *teamctl.Usage) error {
 		hours[k][r.Kind] += r.GPUHours
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "TEAM\tPOOL\tWHOLE\tMIG\tFRACTION\tRESERVED\tTOTAL\tDELETED")
+	fmt.Fprintln(tw, "TEAM\tPOOL\tWHOLE\tMIG\tFRACTION\tRESERVED\tTOTAL\tLOST TO GPU FAILURES\tDELETED")
 	for _, k := range order {
 		line, total := k.team+"\t"+k.pool, 0.0
 		for _, kind := range usageKinds {
 			line += "\t" + strconv.FormatFloat(hours[k][kind], 'f', 2, 64)
 			total += hours[k][kind]
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%s\n", line, total, k.deleted)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\n", line, total, hours[k][accounting.KindLost], k.deleted)
 	}
 	return tw.Flush()
 }
@@ -150,6 +152,9 @@ func gpuTimeLine(g *gpuvcv1.GPUSeconds) string {
 		if perKind[kind] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %.2f", kind, float64(perKind[kind])/3600))
 		}
+	}
+	if lost := perKind[accounting.KindLost]; lost > 0 {
+		parts = append(parts, fmt.Sprintf("lost to GPU failures %.2f", float64(lost)/3600))
 	}
 	line := fmt.Sprintf("%.2f GPU-hours since %s", float64(g.Total)/3600, g.Since.UTC().Format(time.RFC3339))
 	if len(parts) > 0 {

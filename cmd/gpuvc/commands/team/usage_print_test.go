@@ -17,6 +17,7 @@ func TestPrintUsageTable(t *testing.T) {
 		{Team: "cv", Pool: "a100", Kind: "reserved", GPUHours: 1.5},
 		{Team: "fraud", Pool: "a100", Kind: "mig", GPUHours: 3.0 / 7},
 		{Team: "fraud", Pool: "a100", Kind: "whole", GPUHours: 12},
+		{Team: "fraud", Pool: "a100", Kind: "lost-to-gpu-failure", GPUHours: 1.25},
 		{Team: "fraud", Pool: "h100", Kind: "whole", GPUHours: 1},
 		{Team: "fraud", TeamUID: "old", Deleted: true, DeletedAt: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC), Pool: "a100", Kind: "whole", GPUHours: 2},
 	}}
@@ -24,11 +25,12 @@ func TestPrintUsageTable(t *testing.T) {
 	if err := printUsageTable(&b, u); err != nil {
 		t.Fatal(err)
 	}
-	want := `TEAM    POOL   WHOLE   MIG    FRACTION   RESERVED   TOTAL   DELETED
-cv      a100   0.00    0.00   0.50       1.50       2.00    -
-fraud   a100   12.00   0.43   0.00       0.00       12.43   -
-fraud   h100   1.00    0.00   0.00       0.00       1.00    -
-fraud   a100   2.00    0.00   0.00       0.00       2.00    2026-11-01T09:00:00Z
+	// LOST is the part of TOTAL the pods drained for a failed GPU held: not added.
+	want := `TEAM    POOL   WHOLE   MIG    FRACTION   RESERVED   TOTAL   LOST TO GPU FAILURES   DELETED
+cv      a100   0.00    0.00   0.50       1.50       2.00    0.00                   -
+fraud   a100   12.00   0.43   0.00       0.00       12.43   1.25                   -
+fraud   h100   1.00    0.00   0.00       0.00       1.00    0.00                   -
+fraud   a100   2.00    0.00   0.00       0.00       2.00    0.00                   2026-11-01T09:00:00Z
 `
 	if b.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)

@@ -59,6 +59,8 @@ func TestUsage(t *testing.T) {
 	l := accounting.NewLedger(end.Add(-3 * time.Hour))
 	l.Advance(l.Since, accounting.Rates{{Pool: "a100", Kind: accounting.KindWhole}: 2, {Pool: "a100", Kind: accounting.KindMIG}: 3.0 / 7})
 	l.Advance(end, accounting.Rates{})
+	// A whole-GPU pod drained for a failed GPU after 45 minutes (node agent).
+	l.CreditLost(end.Add(-time.Hour), "a100-0", "a100", 2700)
 	storeLedger(ctx, t, "usage-ml", "uid-live", time.Time{}, l)
 
 	rows := func(args ...string) map[string]float64 {
@@ -78,6 +80,7 @@ func TestUsage(t *testing.T) {
 	all := rows()
 	require.InDelta(t, 6.0, all["a100/whole"], 1e-6)
 	require.InDelta(t, 9.0/7, all["a100/mig"], 1e-6)
+	require.InDelta(t, 0.75, all["a100/lost-to-gpu-failure"], 1e-6)
 	// The last hour holds 50 minutes of use.
 	recent := rows("--since", "1h")
 	require.InDelta(t, 2*50.0/60, recent["a100/whole"], 0.01)
@@ -85,7 +88,7 @@ func TestUsage(t *testing.T) {
 	table := gpuvc(t, "team", "usage", "-n", ledgerNamespace)
 	require.Equal(t, 0, table.code, table.errOut)
 	require.Contains(t, table.out, "TEAM")
-	require.Regexp(t, `usage-ml\s+a100\s+6\.00\s+1\.29\s+0\.00\s+0\.00\s+7\.29\s+-\n`, table.out)
+	require.Regexp(t, `usage-ml\s+a100\s+6\.00\s+1\.29\s+0\.00\s+0\.00\s+7\.29\s+0\.75\s+-\n`, table.out)
 
 	csv := gpuvc(t, "team", "usage", "-n", ledgerNamespace, "-o", "csv")
 	require.Equal(t, 0, csv.code, csv.errOut)
@@ -135,8 +138,8 @@ func TestUsageListsDeletedTeams(t *testing.T) {
 
 	table := gpuvc(t, "team", "usage", "-n", ledgerNamespace)
 	require.Equal(t, 0, table.code, table.errOut)
-	require.Regexp(t, `usage-gone\s+h100\s+0\.50\s+0\.00\s+0\.00\s+0\.00\s+0\.50\s+-\n`, table.out)
-	require.Regexp(t, `usage-gone\s+h100\s+4\.00\s+0\.00\s+0\.00\s+0\.00\s+4\.00\s+`+deleted.UTC().Format(time.RFC3339)+`\n`, table.out)
+	require.Regexp(t, `usage-gone\s+h100\s+0\.50\s+0\.00\s+0\.00\s+0\.00\s+0\.50\s+0\.00\s+-\n`, table.out)
+	require.Regexp(t, `usage-gone\s+h100\s+4\.00\s+0\.00\s+0\.00\s+0\.00\s+4\.00\s+0\.00\s+`+deleted.UTC().Format(time.RFC3339)+`\n`, table.out)
 
 	csv := gpuvc(t, "team", "usage", "-n", ledgerNamespace, "-o", "csv")
 	require.Equal(t, 0, csv.code, csv.errOut)
