@@ -115,6 +115,10 @@ type CostDelta struct {
 	// Controllers: per controller-runtime controller of this process, its
 	// reconciles, their time and the wait of requests in its work queue.
 	Controllers map[string]ControllerWork
+	// ShareSeenToBound: the share controller's own measure of a share pod's
+	// wait, from its watch first delivering the pod to the gate's removal
+	// written (gpuvc_share_ungate_latency_seconds).
+	ShareSeenToBound Histogram
 }
 
 // ControllerWork is what one controller did over an interval.
@@ -186,6 +190,7 @@ func (s CostSnapshot) Since(s0 CostSnapshot) CostDelta {
 			w.Time = h
 			d.Controllers[name] = w
 		}
+		d.ShareSeenToBound = histogramDelta(s.local, s0.local, "gpuvc_share_ungate_latency_seconds", func(*dto.Metric) string { return "" })[""]
 		byQueue := func(m *dto.Metric) string { return label(m, "name") }
 		for name, h := range histogramDelta(s.local, s0.local, "workqueue_queue_duration_seconds", byQueue) {
 			w := d.Controllers[name]

@@ -56,7 +56,13 @@ func UngateLatency(ctx context.Context, b *testing.B, tm Team) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if w, ok := s1.Since(s0).Controllers[tm.Controller]; ok && w.Reconciles > 0 {
+	work1 := s1.Since(s0)
+	if h := work1.ShareSeenToBound; h.Count > 0 {
+		// Against configmap-p50-ms: what the controller waited for once its
+		// watch had the pod, and what came before (the watch's delivery).
+		b.ReportMetric(h.Mean()*1000, "seen-to-bound-mean-ms")
+	}
+	if w, ok := work1.Controllers[tm.Controller]; ok && w.Reconciles > 0 {
 		// Each share pod's create, binding and status changes (and the
 		// deletion of one before it) wake the team's reconcile.
 		b.ReportMetric(w.Reconciles/float64(len(lat)), "reconciles/pod")
