@@ -417,6 +417,16 @@ func (d *CostDelta) Add(o CostDelta) {
 		d.Served[k] = d.Served[k].plus(h)
 	}
 	d.Connections += o.Connections
+	if d.Controllers == nil {
+		d.Controllers = map[string]ControllerWork{}
+	}
+	for k, w := range o.Controllers {
+		acc := d.Controllers[k]
+		acc.Reconciles += w.Reconciles
+		acc.Time, acc.QueueWait = acc.Time.plus(w.Time), acc.QueueWait.plus(w.QueueWait)
+		d.Controllers[k] = acc
+	}
+	d.ShareSeenToBound = d.ShareSeenToBound.plus(o.ShareSeenToBound)
 }
 
 func (h Histogram) plus(o Histogram) Histogram {

@@ -38,10 +38,10 @@ func UngateLatency(ctx context.Context, b *testing.B, tm Team) {
 	for i := range max(b.N, MinLatencySamples/2) {
 		name := fmt.Sprintf("l-%d", i)
 		start := time.Now()
-		tm.CreateShare(ctx, b, name, "0.1")
+		pod := tm.CreateShare(ctx, b, name, "0.1")
 		created := time.Now()
 		ungated := u.Wait(ctx, b, name)
-		written := cms.Wait(ctx, b, name)
+		written := cms.Wait(ctx, b, string(pod.UID))
 		lat = append(lat, ungated.Sub(start))
 		create = append(create, created.Sub(start))
 		configMap = append(configMap, written.Sub(created))

@@ -42,7 +42,9 @@ func (tm Team) WatchUngates(ctx context.Context, tb testing.TB) *UngateWatch {
 }
 
 // WatchShareConfigMaps records when each share pod's ConfigMap (written by
-// the share controller before it lifts the gate) is first seen, by pod name.
+// the share controller before it lifts the gate) is first seen, by the UID of
+// the pod that owns it: a pod of an earlier run with the same name, whose
+// ConfigMap the garbage collector has not removed yet, does not count.
 func (tm Team) WatchShareConfigMaps(ctx context.Context, tb testing.TB) *FirstSeen {
 	tb.Helper()
 	w, err := tm.Client.CoreV1().ConfigMaps(tm.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: contract.LabelSharePod})
@@ -50,8 +52,8 @@ func (tm Team) WatchShareConfigMaps(ctx context.Context, tb testing.TB) *FirstSe
 		tb.Fatal(err)
 	}
 	return watchFirst(w, func(o runtime.Object) string {
-		if cm, ok := o.(*corev1.ConfigMap); ok {
-			return cm.Labels[contract.LabelSharePod]
+		if cm, ok := o.(*corev1.ConfigMap); ok && len(cm.OwnerReferences) > 0 {
+			return string(cm.OwnerReferences[0].UID)
 		}
 		return ""
 	})
