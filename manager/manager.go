@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/api/scheme"
@@ -125,7 +124,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		}
 	}
 	if opts.WebhookPort != 0 {
-		var srv webhook.Server = webhook.NewServer(webhook.Options{Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir})
+		srv := newWebhookServer(opts.WebhookHost, opts.WebhookPort, opts.WebhookCertDir)
 		if certs != nil {
 			srv = certs.gate(srv)
 		}

@@ -88,8 +88,14 @@ func costs(clients string) []figure {
 		f("gpuvc manager (in process, with the clients) CPU per pod", "gpuvc+clients-cpu-ms/pod", "ms"),
 		f("etcd CPU per pod", "etcd-cpu-ms/pod", "ms"),
 		f("API requests per pod created (the API server's count: the pod, its events, the rest)", "apiserver-requests/pod", ""),
+		f("… of which Event requests", "apiserver-event-requests/pod", ""),
 		{What: "the API server's mutating webhook call, mean, " + clients + " clients", Ref: r(pkgBench, b, "on-apiserver-admit-webhook-mean-ms"), Unit: "ms"},
+		{What: "… the manager's webhook server on that call, handler in → answer written, mean", Ref: r(pkgBench, b, "on-served-mutate-pods-mean-ms"), Unit: "ms",
+			Versus: base(pkgBench, b, "on-apiserver-admit-webhook-mean-ms", "the API server's mutating call, mean")},
 		{What: "the API server's validating webhook call, mean, " + clients + " clients", Ref: r(pkgBench, b, "on-apiserver-validating-webhook-mean-ms"), Unit: "ms"},
+		{What: "… the manager's webhook server on that call, handler in → answer written, mean", Ref: r(pkgBench, b, "on-served-validate-pods-mean-ms"), Unit: "ms",
+			Versus: base(pkgBench, b, "on-apiserver-validating-webhook-mean-ms", "the API server's validating call, mean")},
+		{What: "webhook TLS connections opened per pod, " + clients + " clients", Ref: r(pkgBench, b, "on-webhook-connections/pod")},
 		f("API Priority and Fairness queue wait, mean", "apf-wait-mean-ms", "ms"),
 	}
 }
@@ -106,18 +112,34 @@ var sections = []section{
 				Versus: base(pkgInteg, "BenchmarkAdmission", "plain-p50-ms", "plain namespace, no gpuvc, p50")})...)},
 	{Title: "Admission: where the time goes", Note: "What a pod create costs each process, webhook on against off, in the throughput benchmark's blocks " +
 		"(CPU time from /proc over the blocks, per pod created), and the API server's own view: its webhook calls' duration " +
-		"(apiserver_admission_webhook_admission_duration_seconds) and its flow-control queue wait. The manager runs in the benchmark's process, " +
+		"(apiserver_admission_webhook_admission_duration_seconds) and its flow-control queue wait; against the API server's time for a call, " +
+		"the manager's webhook server's own (controller_runtime_webhook_latency_seconds: handler entered to answer written, body read and decoding included) — the rest is the transport and " +
+		"waits for a core — and the TLS connections it accepted (gpuvc_webhook_connections_total: each a full handshake). The manager runs in the benchmark's process, " +
 		"so its line includes the clients (the same in both modes): the difference is the manager's. " +
 		"`BENCH_PROFILE_DIR=dir` also writes CPU profiles of the API server and of this process per block (the hand-written summary below reads them).",
 		Figures: append(append(append([]figure{
 			{What: "the API server's mutating webhook call, p50, one pod at a time", Ref: r(pkgBench, overhead, "on-apiserver-admit-webhook-p50-ms"), Unit: "ms", Versus: offP50},
 			{What: "the API server's validating webhook call, p50, one pod at a time", Ref: r(pkgBench, overhead, "on-apiserver-validating-webhook-p50-ms"), Unit: "ms", Versus: offP50},
+			{What: "… the manager's webhook server on the mutating call, handler in → answer written, mean, one pod at a time", Ref: r(pkgBench, overhead, "on-served-mutate-pods-mean-ms"), Unit: "ms",
+				Versus: base(pkgBench, overhead, "on-apiserver-admit-webhook-mean-ms", "the API server's mutating call, mean")},
+			{What: "… on the validating call, mean, one pod at a time", Ref: r(pkgBench, overhead, "on-served-validate-pods-mean-ms"), Unit: "ms",
+				Versus: base(pkgBench, overhead, "on-apiserver-validating-webhook-mean-ms", "the API server's validating call, mean")},
 		}, costs("1")...), costs("16")...), costs("64")...)},
 	{Title: "Fractional GPUs: ungate latency and reservations", Note: "Share pods created as a tenant's pod reaches the host; latency is create → gate removed, seen by a watch.",
 		Figures: []figure{
 			{What: "ungate latency p50 (manager)", Ref: r(pkgBench, "BenchmarkManagerUngateLatency", "p50-ms"), Unit: "ms", Versus: onP50},
 			{What: "ungate latency p99 (manager)", Ref: r(pkgBench, "BenchmarkManagerUngateLatency", "p99-ms"), Unit: "ms", Versus: onP99},
+			{What: "… step: the share pod's create through the webhooks, p50", Ref: r(pkgBench, "BenchmarkManagerUngateLatency", "create-p50-ms"), Unit: "ms", Versus: onP50},
+			{What: "… step: created → its share ConfigMap seen (watch, reconcile, write), p50", Ref: r(pkgBench, "BenchmarkManagerUngateLatency", "configmap-p50-ms"), Unit: "ms"},
+			{What: "… step: ConfigMap seen → gate seen gone (pod update through the webhooks), p50", Ref: r(pkgBench, "BenchmarkManagerUngateLatency", "lift-p50-ms"), Unit: "ms"},
+			{What: "… the share controller's own wait, its watch delivering the pod → gate removal written, mean", Ref: r(pkgBench, "BenchmarkManagerUngateLatency", "seen-to-bound-mean-ms"), Unit: "ms"},
+			{What: "… the share controller's reconciles per share pod (each create, binding, status change and deletion wakes one)", Ref: r(pkgBench, "BenchmarkManagerUngateLatency", "reconciles/pod")},
+			{What: "… its reconcile, mean", Ref: r(pkgBench, "BenchmarkManagerUngateLatency", "reconcile-mean-ms"), Unit: "ms"},
+			{What: "… a request's wait in its work queue, mean", Ref: r(pkgBench, "BenchmarkManagerUngateLatency", "queue-wait-mean-ms"), Unit: "ms"},
 			{What: "ungate latency p50 (share controller alone)", Ref: r(pkgShare, "BenchmarkUngateLatency", "p50-ms"), Unit: "ms", Versus: onP50},
+			{What: "… step: created → its share ConfigMap seen, p50 (share controller alone)", Ref: r(pkgShare, "BenchmarkUngateLatency", "configmap-p50-ms"), Unit: "ms"},
+			{What: "… its reconciles per share pod (share controller alone)", Ref: r(pkgShare, "BenchmarkUngateLatency", "reconciles/pod")},
+			{What: "… its reconcile, mean (share controller alone)", Ref: r(pkgShare, "BenchmarkUngateLatency", "reconcile-mean-ms"), Unit: "ms"},
 			{What: "burst of 30–40 pods (Σ ≤ 7 GPUs): per-pod latency p50", Ref: r(pkgBench, "BenchmarkManagerBurst", "p50-ms"), Unit: "ms", Versus: onP50},
 			{What: "burst: reservations held", Ref: r(pkgBench, "BenchmarkManagerBurst", "reservations"), Unit: "",
 				Versus: base(pkgBench, "BenchmarkManagerBurst", "lower-bound", "ceil(Σ fractions) of the burst")},

@@ -4,9 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/bench"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
+	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
 // The measurements live in e2e/testsupport/bench, which also runs them through gpuvc's
@@ -17,7 +20,9 @@ import (
 func BenchmarkUngateLatency(b *testing.B) {
 	localcp.ForTest(b)
 	ctx := poll.Context(b, 10*time.Minute)
-	bench.UngateLatency(ctx, b, team(newTeam(ctx, b, "bench-latency", 8), 8))
+	tm := team(newTeam(ctx, b, "bench-latency", 8), 8)
+	tm.Local, tm.Controller = metrics.Registry, share.ControllerName
+	bench.UngateLatency(ctx, b, tm)
 }
 
 // BenchmarkBurst: bursts of share pods summing to at most 7 GPUs, quota 8

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -31,6 +33,10 @@ type Costs struct {
 	Procs map[string]int
 	// Metrics reads the API server's /metrics; nil skips them.
 	Metrics kubernetes.Interface
+	// Local gathers the metrics of this process (the manager in process: its
+	// webhook server's own time per call and the connections it accepted);
+	// nil skips them.
+	Local prometheus.Gatherer
 	// Profile, if set, is called as each measured block starts with the
 	// block's name ("throughput-16-on"); what it returns, as the block ends.
 	// It profiles whatever it likes (the benchmarks: the API server and this
@@ -43,6 +49,7 @@ type CostSnapshot struct {
 	at      time.Time
 	cpu     map[string]time.Duration
 	metrics map[string]*dto.MetricFamily
+	local   map[string]*dto.MetricFamily
 }
 
 // Snapshot reads every counter now. Processes that are gone read as zero.
@@ -70,6 +77,16 @@ func (c *Costs) Snapshot(ctx context.Context) (CostSnapshot, error) {
 			return s, fmt.Errorf("parsing the API server's /metrics: %w", err)
 		}
 	}
+	if c.Local != nil {
+		fams, err := c.Local.Gather()
+		if err != nil {
+			return s, fmt.Errorf("gathering this process's metrics: %w", err)
+		}
+		s.local = map[string]*dto.MetricFamily{}
+		for _, f := range fams {
+			s.local[f.GetName()] = f
+		}
+	}
 	return s, nil
 }
 
@@ -88,6 +105,26 @@ type CostDelta struct {
 	// by "VERB resource[/subresource]".
 	Requests   float64
 	RequestsBy map[string]float64
+	// Served: per webhook path of this process's webhook server, the time
+	// from its handler entered (headers read) to the answer written
+	// (controller_runtime_webhook_latency_seconds): against the API server's
+	// time for the same call, what the transport and the waits added.
+	Served map[string]Histogram
+	// Connections this process's webhook server accepted (TLS handshakes).
+	Connections float64
+	// Controllers: per controller-runtime controller of this process, its
+	// reconciles, their time and the wait of requests in its work queue.
+	Controllers map[string]ControllerWork
+	// ShareSeenToBound: the share controller's own measure of a share pod's
+	// wait, from its watch first delivering the pod to the gate's removal
+	// written (gpuvc_share_ungate_latency_seconds).
+	ShareSeenToBound Histogram
+}
+
+// ControllerWork is what one controller did over an interval.
+type ControllerWork struct {
+	Reconciles      float64
+	Time, QueueWait Histogram
 }
 
 // Histogram is a Prometheus histogram's change over an interval.
@@ -131,9 +168,35 @@ func (h Histogram) Quantile(q float64) float64 {
 
 // Since is what happened from s0 to s.
 func (s CostSnapshot) Since(s0 CostSnapshot) CostDelta {
-	d := CostDelta{Took: s.at.Sub(s0.at), CPU: map[string]time.Duration{}, Webhooks: map[string]Histogram{}}
+	d := CostDelta{Took: s.at.Sub(s0.at), CPU: map[string]time.Duration{}, Webhooks: map[string]Histogram{}, Served: map[string]Histogram{}}
 	for name, v := range s.cpu {
 		d.CPU[name] = v - s0.cpu[name]
+	}
+	if s.local != nil {
+		byPath := func(m *dto.Metric) string { return label(m, "webhook") }
+		for path, h := range histogramDelta(s.local, s0.local, "controller_runtime_webhook_latency_seconds", byPath) {
+			d.Served[path] = h
+		}
+		d.Connections = counterDeltaBy(s.local, s0.local, "gpuvc_webhook_connections_total", func(*dto.Metric) string { return "" })[""]
+		d.Controllers = map[string]ControllerWork{}
+		byController := func(m *dto.Metric) string { return label(m, "controller") }
+		for name, n := range counterDeltaBy(s.local, s0.local, "controller_runtime_reconcile_total", byController) {
+			w := d.Controllers[name]
+			w.Reconciles = n
+			d.Controllers[name] = w
+		}
+		for name, h := range histogramDelta(s.local, s0.local, "controller_runtime_reconcile_time_seconds", byController) {
+			w := d.Controllers[name]
+			w.Time = h
+			d.Controllers[name] = w
+		}
+		d.ShareSeenToBound = histogramDelta(s.local, s0.local, "gpuvc_share_ungate_latency_seconds", func(*dto.Metric) string { return "" })[""]
+		byQueue := func(m *dto.Metric) string { return label(m, "name") }
+		for name, h := range histogramDelta(s.local, s0.local, "workqueue_queue_duration_seconds", byQueue) {
+			w := d.Controllers[name]
+			w.QueueWait = h
+			d.Controllers[name] = w
+		}
 	}
 	if s.metrics == nil {
 		return d
@@ -179,7 +242,51 @@ func (d CostDelta) Report(report func(float64, string), prefix string, pods int)
 	}
 	if d.Requests > 0 {
 		report(d.Requests/float64(pods), prefix+"apiserver-requests/pod")
+		events := 0.0
+		for key, v := range d.RequestsBy {
+			if strings.HasSuffix(key, " events") {
+				events += v
+			}
+		}
+		report(events/float64(pods), prefix+"apiserver-event-requests/pod")
 	}
+	for _, path := range slices.Sorted(maps.Keys(d.Served)) {
+		if h := d.Served[path]; h.Count > 0 {
+			report(h.Mean()*1000, prefix+"served-"+strings.Trim(pathName(path), "-")+"-mean-ms")
+		}
+	}
+	if len(d.Served) > 0 {
+		report(d.Connections/float64(pods), prefix+"webhook-connections/pod")
+	}
+}
+
+// TopRequests lists the API server's most frequent requests of the interval
+// per pod, "VERB resource=n.nn", most first: which requests a mode adds.
+func (d CostDelta) TopRequests(n, pods int) string {
+	if pods == 0 {
+		return ""
+	}
+	keys := slices.SortedFunc(maps.Keys(d.RequestsBy), func(a, b string) int {
+		if c := cmp.Compare(d.RequestsBy[b], d.RequestsBy[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	var out []string
+	for _, k := range keys[:min(n, len(keys))] {
+		if v := d.RequestsBy[k] / float64(pods); v >= 0.005 {
+			out = append(out, fmt.Sprintf("%s=%.2f", k, v))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// pathName is the last element of a webhook path: "mutate-pods".
+func pathName(path string) string {
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
 }
 
 func label(m *dto.Metric, name string) string {
@@ -303,6 +410,23 @@ func (d *CostDelta) Add(o CostDelta) {
 	for k, v := range o.RequestsBy {
 		d.RequestsBy[k] += v
 	}
+	if d.Served == nil {
+		d.Served = map[string]Histogram{}
+	}
+	for k, h := range o.Served {
+		d.Served[k] = d.Served[k].plus(h)
+	}
+	d.Connections += o.Connections
+	if d.Controllers == nil {
+		d.Controllers = map[string]ControllerWork{}
+	}
+	for k, w := range o.Controllers {
+		acc := d.Controllers[k]
+		acc.Reconciles += w.Reconciles
+		acc.Time, acc.QueueWait = acc.Time.plus(w.Time), acc.QueueWait.plus(w.QueueWait)
+		d.Controllers[k] = acc
+	}
+	d.ShareSeenToBound = d.ShareSeenToBound.plus(o.ShareSeenToBound)
 }
 
 func (h Histogram) plus(o Histogram) Histogram {

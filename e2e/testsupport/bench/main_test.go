@@ -10,6 +10,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
@@ -19,6 +20,7 @@ import (
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/manager/team"
 	"github.com/gpuvc/gpuvc/manager/teamctl"
+	"github.com/gpuvc/gpuvc/syncer/share"
 )
 
 // The benchmarks of this package run the harness through gpuvc's manager, in
@@ -82,7 +84,7 @@ func setUp(ctx context.Context, cp *localcluster.ControlPlane) (func(), error) {
 	fmt.Fprintf(os.Stderr, "bench: manager running, team %s ready after %s\n", teamName, time.Since(started).Round(time.Millisecond))
 	// Share pods are created as an administrator: the manager's webhook gates
 	// them and its share controller serves them like any tenant's.
-	env.team = bench.Team{Client: cp.Client, Namespace: teamNS, MaxPodsPerGPU: 8}
+	env.team = bench.Team{Client: cp.Client, Namespace: teamNS, MaxPodsPerGPU: 8, Local: metrics.Registry, Controller: share.ControllerName}
 	return stop, nil
 }
 

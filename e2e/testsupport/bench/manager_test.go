@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gpuvc/gpuvc/manager"
 
@@ -68,7 +69,7 @@ func costs() *bench.Costs {
 	for name, pid := range env.cp.PIDs() {
 		procs[name] = pid
 	}
-	c := &bench.Costs{Procs: procs, Metrics: env.cp.Client}
+	c := &bench.Costs{Procs: procs, Metrics: env.cp.Client, Local: metrics.Registry}
 	if dir := os.Getenv("BENCH_PROFILE_DIR"); dir != "" {
 		c.Profile = profiler(dir)
 	}

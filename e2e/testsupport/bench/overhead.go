@@ -60,6 +60,8 @@ func WebhookOverhead(ctx context.Context, b *testing.B, c kubernetes.Interface, 
 	b.ReportMetric(Percentile(on, 0.99)/Percentile(off, 0.99), "p99-ratio")
 	onCost.Report(b.ReportMetric, "on-", len(on))
 	offCost.Report(b.ReportMetric, "off-", len(off))
+	b.Logf("API requests per pod, webhook on: %s", onCost.TopRequests(8, len(on)))
+	b.Logf("API requests per pod, webhook off: %s", offCost.TopRequests(8, len(off)))
 }
 
 // Throughput creates pods from clients concurrent clients, each with its own
@@ -122,6 +124,8 @@ func Throughput(ctx context.Context, b *testing.B, newClient func() kubernetes.I
 	b.ReportMetric(onRate/offRate, "on/off")
 	onCost.Report(b.ReportMetric, "on-", onPods)
 	offCost.Report(b.ReportMetric, "off-", offPods)
+	b.Logf("API requests per pod, webhook on: %s", onCost.TopRequests(8, onPods))
+	b.Logf("API requests per pod, webhook off: %s", offCost.TopRequests(8, offPods))
 }
 
 func switchTo(ctx context.Context, b *testing.B, sw *WebhookSwitch, on bool) {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 )
@@ -25,6 +27,12 @@ type Team struct {
 	Namespace string
 	// MaxPodsPerGPU is the team's limit of pods on one shared GPU.
 	MaxPodsPerGPU int
+	// Local gathers the metrics of the process the share controller runs in
+	// (this one, in the benchmarks), and Controller names that controller
+	// (share.ControllerName): its reconciles per pod and their time, and the
+	// wait in its work queue. Nil reports none.
+	Local      prometheus.Gatherer
+	Controller string
 }
 
 // Gated reports whether p still waits for its GPU share.

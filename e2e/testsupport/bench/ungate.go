@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/gpuvc/gpuvc/api/contract"
@@ -15,7 +16,10 @@ import (
 
 // UngateWatch records when each share pod of a namespace is first seen
 // without its gate, through a watch on the real API server.
-type UngateWatch struct {
+type UngateWatch = FirstSeen
+
+// FirstSeen records when a watch first delivered each name it looks for.
+type FirstSeen struct {
 	mu      sync.Mutex
 	at      map[string]time.Time
 	waiters map[string]chan time.Time
@@ -29,20 +33,50 @@ func (tm Team) WatchUngates(ctx context.Context, tb testing.TB) *UngateWatch {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	u := &UngateWatch{at: map[string]time.Time{}, waiters: map[string]chan time.Time{}, stop: w.Stop}
+	return watchFirst(w, func(o runtime.Object) string {
+		if p, ok := o.(*corev1.Pod); ok && !Gated(p) {
+			return p.Name
+		}
+		return ""
+	})
+}
+
+// WatchShareConfigMaps records when each share pod's ConfigMap (written by
+// the share controller before it lifts the gate) is first seen, by the UID of
+// the pod that owns it: a pod of an earlier run with the same name, whose
+// ConfigMap the garbage collector has not removed yet, does not count.
+func (tm Team) WatchShareConfigMaps(ctx context.Context, tb testing.TB) *FirstSeen {
+	tb.Helper()
+	w, err := tm.Client.CoreV1().ConfigMaps(tm.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: contract.LabelSharePod})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return watchFirst(w, func(o runtime.Object) string {
+		if cm, ok := o.(*corev1.ConfigMap); ok && len(cm.OwnerReferences) > 0 {
+			return string(cm.OwnerReferences[0].UID)
+		}
+		return ""
+	})
+}
+
+// watchFirst records the first time w delivers an object, added or
+// modified, that name names ("" for none).
+func watchFirst(w watch.Interface, name func(runtime.Object) string) *FirstSeen {
+	u := &FirstSeen{at: map[string]time.Time{}, waiters: map[string]chan time.Time{}, stop: w.Stop}
 	go func() {
 		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type == watch.Deleted || Gated(p) {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
 				continue
 			}
-			u.seen(p.Name, time.Now())
+			if n := name(ev.Object); n != "" {
+				u.seen(n, time.Now())
+			}
 		}
 	}()
 	return u
 }
 
-func (u *UngateWatch) seen(name string, now time.Time) {
+func (u *FirstSeen) seen(name string, now time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if _, done := u.at[name]; done {
@@ -54,8 +88,8 @@ func (u *UngateWatch) seen(name string, now time.Time) {
 	}
 }
 
-// Wait returns when the pod was first seen ungated, waiting for it if need be.
-func (u *UngateWatch) Wait(ctx context.Context, tb testing.TB, name string) time.Time {
+// Wait returns when name was first seen, waiting for it if need be.
+func (u *FirstSeen) Wait(ctx context.Context, tb testing.TB, name string) time.Time {
 	tb.Helper()
 	u.mu.Lock()
 	if t, ok := u.at[name]; ok {
@@ -69,10 +103,10 @@ func (u *UngateWatch) Wait(ctx context.Context, tb testing.TB, name string) time
 	case t := <-ch:
 		return t
 	case <-ctx.Done():
-		tb.Fatalf("pod %s never ungated: %v", name, ctx.Err())
+		tb.Fatalf("%s never seen: %v", name, ctx.Err())
 		return time.Time{}
 	}
 }
 
 // Stop ends the watch.
-func (u *UngateWatch) Stop() { u.stop() }
+func (u *FirstSeen) Stop() { u.stop() }
