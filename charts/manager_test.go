@@ -24,6 +24,7 @@ var managerFlags = []string{
 	"--ephemeral-vclusters", "--sync-real-nodes", "--webhook-cert-secret", "--vcluster-values",
 	"--agent-metrics-port", "--kueue-user", "--not-queued-after", "--vcluster-metrics-proxy",
 	"--usage-history-pool", "--accounting-deleted-team-retention", "--host-storage-classes",
+	"--agent-metrics-address",
 }
 
 const defaultImage = "ghcr.io/gpuvc/gpuvc:0.1.0"
@@ -90,6 +91,13 @@ func TestManagerArgs(t *testing.T) {
 			"--accounting-deleted-team-retention=720h",
 			"--reserve-image=" + defaultImage,
 			"--agent-metrics-port=9500",
+		})},
+		// A node's own agent daemon (the local stack's real node): scraped with
+		// the agent DaemonSet off.
+		"node agent outside the chart": {defaultImage, concat(leader, chart, []string{
+			"--health-probe-bind-address=:8081", "--webhook-port=9443", "--webhook-cert-dir=" + WebhookCertDir,
+			"--metrics-bind-address=:8080", "--reserve-image=" + defaultImage,
+			"--agent-metrics-address=10.88.0.1:9402",
 		})},
 		"agent metrics off": {defaultImage, concat(leader, chart, []string{
 			"--health-probe-bind-address=:8081", "--webhook-port=9443", "--webhook-cert-dir=" + WebhookCertDir,

@@ -174,6 +174,9 @@ image: {digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef01234567
 metrics: {enabled: false}`,
 	"agent metrics off": `
 agent: {metrics: {enabled: false}}`,
+	"node agent outside the chart": `
+agent: {enabled: false}
+manager: {agentMetricsAddresses: ["10.88.0.1:9402"]}`,
 	"service monitor": `
 metrics: {serviceMonitor: {enabled: true, labels: {release: prometheus}}}`,
 	"everything set": `

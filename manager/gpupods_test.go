@@ -15,8 +15,10 @@ func TestAgentMetricsRefusedBeforeUse(t *testing.T) {
 		opts AgentMetrics
 		want string
 	}{
-		"port out of range": {AgentMetrics{Port: 70000, Namespace: "gpuvc-system"}, "--agent-metrics-port 70000: not a TCP port"},
-		"no namespace":      {AgentMetrics{Port: 9402}, "pass --agent-namespace"},
+		"port out of range":         {AgentMetrics{Port: 70000, Namespace: "gpuvc-system"}, "--agent-metrics-port 70000: not a TCP port"},
+		"no namespace":              {AgentMetrics{Port: 9402}, "pass --agent-namespace"},
+		"address without port":      {AgentMetrics{Addresses: []string{"10.0.0.7"}}, `--agent-metrics-address "10.0.0.7": not host:port`},
+		"address port out of range": {AgentMetrics{Addresses: []string{"10.0.0.7:0"}}, `--agent-metrics-address "10.0.0.7:0": not host:port with a TCP port (1-65535)`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := addGPUPodReaper(nil, tc.opts, idle.Options{})

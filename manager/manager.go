@@ -187,6 +187,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := addGPUPodReaper(mgr, opts.AgentMetrics, opts.Idle); err != nil {
 		return nil, err
 	}
+	if err := addVirtualNodes(mgr, opts); err != nil {
+		return nil, err
+	}
 	if opts.WebhookPort != 0 {
 		if err := addWebhook(mgr, self, opts); err != nil {
 			return nil, err

@@ -14,9 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
+	"github.com/gpuvc/gpuvc/kind/localnode"
 )
 
 // needsRunningContainers skips a test on a backend where no container runs.
@@ -131,7 +133,11 @@ func TestTeamGPUPodsRunOnTheRealNode(t *testing.T) {
 			h, err := backend.Client().CoreV1().Pods(host.Namespace).Get(ctx, host.Name, metav1.GetOptions{})
 			require.NoError(t, err)
 			require.Equal(t, realNodeName, h.Spec.NodeName)
-			require.Regexp(t, "NVIDIA_VISIBLE_DEVICES="+tc.wantUUID, logs(ctx, t, vc, tc.pod.Name))
+			seen := logs(ctx, t, vc, tc.pod.Name)
+			require.Regexp(t, "NVIDIA_VISIBLE_DEVICES="+tc.wantUUID, seen)
+			if b, ok := backend.(*realBackend); ok {
+				requireKubeletGave(ctx, t, b.stack.Node, h, seen)
+			}
 			eventually(ctx, t, tc.wantEvent+" event in the virtual cluster", func(ctx context.Context) (bool, string) {
 				events, err := vc.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + tc.pod.Name})
 				if err != nil {
@@ -147,6 +153,28 @@ func TestTeamGPUPodsRunOnTheRealNode(t *testing.T) {
 				return false, fmt.Sprint(reasons)
 			})
 		})
+	}
+}
+
+// requireKubeletGave: the device a pod's container reports (its log line
+// NVIDIA_VISIBLE_DEVICES=…) is the one the real kubelet gave — to the pod's own
+// container, or for a share to its reservation pod's (label
+// gpuvc.dev/share-group), as the kubelet's pod-resources socket records it. A
+// share controller that recorded an ID of its own making instead of waiting for
+// `gpuvc reserve` (issue 25: the Docker-less trial once showed
+// GPU-sim-system-0-0) fails here, while the GPU-sim- prefix alone matched it.
+func requireKubeletGave(ctx context.Context, t *testing.T, node *localnode.Node, host *corev1.Pod, logged string) {
+	t.Helper()
+	holder := host.Name
+	if g := host.Labels[contract.LabelShareGroup]; g != "" {
+		holder = g
+	}
+	gave := kubeletDevices(ctx, t, node)[host.Namespace+"/"+holder]
+	require.Len(t, gave, 1, "devices the kubelet gave %s/%s", host.Namespace, holder)
+	require.Contains(t, logged, contract.EnvVisibleDevices+"="+gave[0]+"\n",
+		"%s/%s was told another device than the kubelet gave %s/%s", host.Namespace, host.Name, host.Namespace, holder)
+	if host.Labels[contract.LabelShareGroup] != "" {
+		require.Equal(t, gave[0], host.Annotations[contract.AnnotationGPUUUID], "the share's recorded GPU")
 	}
 }
 

@@ -3,17 +3,24 @@ package trial
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/gpuvcbin"
+	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
+	"github.com/gpuvc/gpuvc/kind/localnode"
+	"github.com/gpuvc/gpuvc/kind/localstack"
 )
 
 // TestDevClusterWithRealNode: as root `gpuvc dev cluster up` starts the real
@@ -46,6 +53,7 @@ func TestDevClusterWithRealNode(t *testing.T) {
 		return out + errOut
 	}
 	draPodRuns(ctx, t, kubeconfig)
+	agentExportsUtilization(ctx, t, dir)
 	host("install", "-f", filepath.Join(dir, "values.yaml"), "--wait", "--timeout", "5m")
 	t.Logf("team create --wait:\n%s", host("team", "create", "demo", "--pool", "system", "--gpus", "1", "--wait", "--timeout", "5m"))
 	teamFile := filepath.Join(t.TempDir(), "demo.kubeconfig")
@@ -55,6 +63,31 @@ func TestDevClusterWithRealNode(t *testing.T) {
 		slices, _, _ := gpuvcbin.Run(ctx, localcp.Kubectl(t), "--kubeconfig", kubeconfig, "-n", "team-demo", "get", "endpointslices,pods", "-o", "wide")
 		t.Errorf("the team kubeconfig does not work: %v\n%s%s\nthe team's host objects:\n%s", err, got, errOut, slices)
 	}
+}
+
+// agentExportsUtilization: the node's GPU agent daemon serves the simulated
+// GPUs' utilization its file sets (gpuvc agent --simulate-utilization), which the
+// manager reads for spec.idle.gpuPods (docs/idle.md).
+func agentExportsUtilization(ctx context.Context, t *testing.T, dir string) {
+	t.Helper()
+	require.NoError(t, localnode.SetGPUUtilization(localstack.NodeDir(dir), map[string]int{"0": 42}))
+	want := regexp.MustCompile(`(?m)^gpuvc_team_gpu_utilization\{[^}]*gpu="0"[^}]*\} 42$`)
+	poll.UntilSeen(ctx, t, time.Minute, "the node agent exports GPU 0 at 42 %", func(ctx context.Context) (bool, string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+localnode.GPUAgentMetricsAddress()+"/metrics", nil)
+		if err != nil {
+			return false, "", err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return want.Match(b), "no such sample", nil
+	})
 }
 
 // draManifest is a plain host pod (no team) with a claim from a template of

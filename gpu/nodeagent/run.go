@@ -87,9 +87,14 @@ type Options struct {
 	// serves none.
 	MetricsAddr string
 	// PodResourcesSocket is the kubelet's pod-resources socket
-	// (--pod-resources-socket): the owners of real GPUs for the utilization
+	// (--pod-resources-socket): the owners of the GPUs for the utilization
 	// metrics, and of every device for the drain of a failed GPU.
 	PodResourcesSocket string
+	// SimulatedUtilization is the file that sets simulated GPUs' utilization
+	// (--simulate-utilization, usage.Simulated); with MetricsAddr the agent
+	// then exports it with the pods holding each GPU, as on real GPUs. ""
+	// exports no utilization of simulated GPUs.
+	SimulatedUtilization string
 	// RESTConfig gives the API server's configuration. Run calls it after
 	// reading the GPUs, so that a local problem (no driver) is reported
 	// first.
@@ -215,8 +220,8 @@ func Run(ctx context.Context, o Options) error {
 		})
 	}
 	if o.MetricsAddr != "" {
-		if o.Simulated == nil {
-			stopUtil, err := registerUtilization(reg, o.NodeName, o.PodResourcesSocket, log)
+		if read := o.utilizationReader(inv); read != nil {
+			stopUtil, err := registerUtilization(reg, o.NodeName, o.PodResourcesSocket, read, log)
 			if err != nil {
 				return err
 			}

@@ -104,17 +104,30 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) er
 	return nil
 }
 
-// registerUtilization exports per-pod GPU utilization on real GPUs: NVML at
-// scrape time, device owners from the kubelet's pod-resources socket.
-func registerUtilization(reg prometheus.Registerer, node, socket string, log logr.Logger) (func() error, error) {
+// utilizationReader is how the GPUs' utilization is read: NVML on real GPUs, the
+// utilization file through a simulated NVML on simulated ones (nil without
+// one: simulated GPUs then export no utilization).
+func (o Options) utilizationReader(inv inventory.Inventory) func() ([]usage.Sample, error) {
+	if o.Simulated == nil {
+		lib := nvml.New()
+		return func() ([]usage.Sample, error) { return usage.Read(lib) }
+	}
+	if o.SimulatedUtilization == "" {
+		return nil
+	}
+	return usage.Simulated{Inventory: inv, Path: o.SimulatedUtilization}.Read
+}
+
+// registerUtilization exports per-pod GPU utilization: read at scrape time,
+// device owners from the kubelet's pod-resources socket.
+func registerUtilization(reg prometheus.Registerer, node, socket string, read func() ([]usage.Sample, error), log logr.Logger) (func() error, error) {
 	client, closeConn, err := DialPodResources(socket)
 	if err != nil {
 		return nil, err
 	}
-	lib := nvml.New()
 	c := &UtilizationCollector{
 		Node: node, Log: log,
-		Read: func() ([]usage.Sample, error) { return usage.Read(lib) },
+		Read: read,
 		Owners: func(ctx context.Context) (map[string]DeviceOwner, error) {
 			return DeviceOwners(ctx, client)
 		},
@@ -124,4 +137,19 @@ func registerUtilization(reg prometheus.Registerer, node, socket string, log log
 		return nil, err
 	}
 	return closeConn, nil
+}
+
+// ServeUtilization serves the utilization metrics alone on addr until ctx
+// ends, read by read and joined with the pods the kubelet's pod-resources
+// socket names: for a node whose simulated GPUs another program serves (the
+// local real node of a test process, kind/localnode), exactly as `gpuvc
+// agent --simulate-utilization` exports them.
+func ServeUtilization(ctx context.Context, addr, node, socket string, read func() ([]usage.Sample, error), log logr.Logger) error {
+	reg := prometheus.NewRegistry()
+	stop, err := registerUtilization(reg, node, socket, read, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	return serveMetrics(ctx, addr, reg)
 }

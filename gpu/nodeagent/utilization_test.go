@@ -2,7 +2,6 @@ package nodeagent
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"google.golang.org/grpc"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpuvc/gpuvc/gpu/usage"
@@ -36,14 +34,7 @@ func servePodResources(t *testing.T, f *fakePodResources) podresourcesv1.PodReso
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	socket := filepath.Join(dir, "kubelet.sock")
-	l, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	podresourcesv1.RegisterPodResourcesListerServer(srv, f)
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(srv.Stop)
+	serveOn(t, socket, f)
 	c, closeConn, err := DialPodResources(socket)
 	if err != nil {
 		t.Fatal(err)

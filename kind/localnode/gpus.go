@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +20,9 @@ import (
 	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/gpu/dra"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
+	"github.com/gpuvc/gpuvc/gpu/nodeagent"
 	"github.com/gpuvc/gpuvc/gpu/nodeagent/deviceplugin"
+	"github.com/gpuvc/gpuvc/gpu/usage"
 )
 
 // serveGPUs starts serving the simulated inventory to the kubelet, in this
@@ -45,7 +50,7 @@ func (n *Node) serveGPUs(context.Context) error {
 		return n.startGPUAgent(spec)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n.gpuDone = make(chan error, 2)
+	n.gpuDone = make(chan error, 3)
 	servers := 0
 	serve := func(what string, run func() error) {
 		servers++
@@ -70,6 +75,14 @@ func (n *Node) serveGPUs(context.Context) error {
 			return deviceplugin.Serve(ctx, deviceplugin.Options{Dir: deviceplugin.DefaultDir, Inventory: inv})
 		})
 	}
+	if err := n.writeUtilizationFile(); err != nil {
+		cancel()
+		return err
+	}
+	serve("GPU utilization metrics", func() error {
+		read := usage.Simulated{Inventory: inv, Path: GPUUtilizationFile(n.Dir)}.Read
+		return nodeagent.ServeUtilization(ctx, GPUAgentMetricsAddress(), n.Name, n.PodResourcesSocket(), read, logr.Discard())
+	})
 	if len(dra.Devices(inv)) > 0 {
 		logFile, err := os.OpenFile(n.path("logs", "gpu-dra.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -89,6 +102,12 @@ func (n *Node) serveGPUs(context.Context) error {
 // containerd's CDI spec folder (cdi_spec_dirs).
 func (n *Node) kubeletDir() string { return n.path("kubelet") }
 func (n *Node) cdiDir() string     { return n.path("cdi") }
+
+// PodResourcesSocket is the kubelet's pod-resources socket (under its root
+// folder): which container holds which device, as the kubelet assigned them.
+func (n *Node) PodResourcesSocket() string {
+	return filepath.Join(n.kubeletDir(), "pod-resources", "kubelet.sock")
+}
 
 // waitDRA waits until the node's ResourceSlices of the DRA driver publish
 // every device of the GPUs the spec hands to DRA.
@@ -168,6 +187,33 @@ func GPUAgentMetricsAddress() string {
 	return net.JoinHostPort(NodeIP.String(), strconv.Itoa(GPUAgentMetricsPort))
 }
 
+// GPUUtilizationFile is the file that sets the node's simulated GPUs'
+// utilization (`gpuvc agent --simulate-utilization`, usage.Simulated): a line
+// "<gpu index or UUID> <percent>" per GPU, read at every scrape of
+// GPUAgentMetricsAddress, which exports it with the pod the kubelet gave each
+// GPU (gpuvc_team_gpu_utilization). A GPU it does not name reports no
+// utilization, so it is never idle; the node starts with the file empty.
+func GPUUtilizationFile(nodeDir string) string { return filepath.Join(nodeDir, "gpu-utilization") }
+
+// SetGPUUtilization replaces the utilization file with these GPUs' (index or
+// UUID → percent) in one rename, so a scrape never reads half of it.
+func SetGPUUtilization(nodeDir string, percent map[string]int) error {
+	var b strings.Builder
+	b.WriteString("# <gpu index or UUID> <percent>\n")
+	for _, gpu := range slices.Sorted(maps.Keys(percent)) {
+		fmt.Fprintf(&b, "%s %d\n", gpu, percent[gpu])
+	}
+	tmp := GPUUtilizationFile(nodeDir) + ".new"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, GPUUtilizationFile(nodeDir))
+}
+
+func (n *Node) writeUtilizationFile() error {
+	return os.WriteFile(GPUUtilizationFile(n.Dir), nil, 0o644)
+}
+
 // GPUFailuresFile is the file the node's GPU agent follows for injected GPU
 // failures (`gpuvc agent --inject-gpu-failures`; docs/agent.md): a line such as
 // "3 xid=79" appended to it fails simulated GPU 3.
@@ -178,8 +224,9 @@ func GPUFailuresFile(nodeDir string) string { return filepath.Join(nodeDir, "gpu
 // this program with a detached node: its device plugin and, for the GPUs the
 // spec hands to DRA, its DRA kubelet plugin. It publishes the inventory as an admin: the
 // node's own credentials may not write every label the agent sets. It watches
-// GPUFailuresFile for injected failures and serves its metrics (GPU health) on
-// GPUAgentMetricsAddress.
+// GPUFailuresFile for injected failures and serves its metrics (GPU health, and
+// the utilization GPUUtilizationFile sets with the pods the kubelet's
+// pod-resources socket names) on GPUAgentMetricsAddress.
 func (n *Node) startGPUAgent(spec inventory.Spec) error {
 	kubeconfig := n.path("gpu-agent.kubeconfig")
 	if err := n.cp.WriteKubeconfig(kubeconfig, "gpuvc:gpu-agent", "system:masters"); err != nil {
@@ -189,9 +236,13 @@ func (n *Node) startGPUAgent(spec inventory.Spec) error {
 	if err := os.WriteFile(failures, nil, 0o600); err != nil {
 		return err
 	}
+	if err := n.writeUtilizationFile(); err != nil {
+		return err
+	}
 	args := []string{
 		"agent", "--kubeconfig", kubeconfig, "--node-name", n.Name, "--simulate", spec.Flag(),
 		"--inject-gpu-failures", failures, "--metrics-bind-address", GPUAgentMetricsAddress(),
+		"--simulate-utilization", GPUUtilizationFile(n.Dir), "--pod-resources-socket", n.PodResourcesSocket(),
 	}
 	if spec.DRA < spec.Count {
 		args = append(args, "--device-plugin", "--device-plugin-dir", deviceplugin.DefaultDir)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localcluster/images"
+	"github.com/gpuvc/gpuvc/kind/localnode"
 )
 
 // Values are the chart values that install gpuvc on the stack's real node (as
@@ -15,7 +16,8 @@ import (
 // built here, team kubeconfigs pointing at each vCluster's ClusterIP (the node
 // runs kube-proxy, so ClusterIPs route from this machine), and no agent
 // DaemonSet: the node's own GPU agent daemon serves and publishes its GPUs;
-// the host's StorageClasses shown to teams; StatefulSet pods' hosts rewrite
+// the manager scraping that daemon's metrics at the node's address (GPU
+// utilization for spec.idle.gpuPods); the host's StorageClasses shown to teams; StatefulSet pods' hosts rewrite
 // runs from the workload image. vcluster.dra is on: the real node serves GPUs
 // through DRA too (gpu/dra), so a Team with spec.dra must be able to install its
 // vCluster (docs/dra.md).
@@ -30,6 +32,10 @@ func Values() map[string]any {
 			"leaderElection":      map[string]any{"enabled": false},
 			"podDisruptionBudget": map[string]any{"enabled": false},
 			"teamServerURL":       "https://{{.ServiceIP}}",
+			// The node's GPU agent (or, with InProcessGPUs, the test process)
+			// serves the simulated GPUs' utilization there, with the pods
+			// the kubelet gave them: spec.idle.gpuPods is applied.
+			"agentMetricsAddresses": []any{localnode.GPUAgentMetricsAddress()},
 		},
 		"vcluster": map[string]any{
 			"chart":     map[string]any{"dir": images.VClusterChartInImage},

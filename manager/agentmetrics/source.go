@@ -35,8 +35,13 @@ type Source struct {
 	Namespace string
 	// Selector of the agent pods. Default AgentSelector.
 	Selector labels.Selector
-	// Port of the agents' metrics endpoint (--metrics-bind-address).
+	// Port of the agent pods' metrics endpoint (--metrics-bind-address); 0
+	// scrapes no agent pod.
 	Port int
+	// Addresses are agents that do not run as pods (a node's own `gpuvc agent`
+	// daemon, as on the local stack's real node), host:port, scraped besides
+	// the pods.
+	Addresses []string
 	// MaxAge of a scrape before the next look scrapes again. Default 30s.
 	MaxAge time.Duration
 	// HTTP scrapes the agents. Default: a client with a 5s timeout.
@@ -68,35 +73,55 @@ func (s *Source) PodGPUUtilization(ctx context.Context, namespace, pod string) (
 	return p, ok, nil
 }
 
-// scrapeAll scrapes every running agent; an agent that does not answer is
-// logged and its node's pods stay unknown until the next scrape.
-func (s *Source) scrapeAll(ctx context.Context) (map[string]float64, error) {
-	sel := s.Selector
-	if sel == nil {
-		sel = AgentSelector
+// target is one agent's metrics endpoint.
+type target struct{ name, node, url string }
+
+// targets are the running agent pods (with Port) and the Addresses.
+func (s *Source) targets(ctx context.Context) ([]target, error) {
+	var out []target
+	if s.Port != 0 {
+		sel := s.Selector
+		if sel == nil {
+			sel = AgentSelector
+		}
+		agents := &corev1.PodList{}
+		if err := s.Reader.List(ctx, agents, client.InNamespace(s.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, fmt.Errorf("listing agent pods in %s (%s): %w", s.Namespace, sel, err)
+		}
+		for _, a := range agents.Items {
+			if a.Status.Phase != corev1.PodRunning || a.Status.PodIP == "" {
+				continue
+			}
+			out = append(out, target{name: a.Name, node: a.Spec.NodeName,
+				url: "http://" + net.JoinHostPort(a.Status.PodIP, strconv.Itoa(s.Port)) + "/metrics"})
+		}
 	}
-	agents := &corev1.PodList{}
-	if err := s.Reader.List(ctx, agents, client.InNamespace(s.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, fmt.Errorf("listing agent pods in %s (%s): %w", s.Namespace, sel, err)
+	for _, addr := range s.Addresses {
+		out = append(out, target{name: addr, url: "http://" + addr + "/metrics"})
+	}
+	return out, nil
+}
+
+// scrapeAll scrapes every agent; an agent that does not answer is logged and
+// its node's pods stay unknown until the next scrape.
+func (s *Source) scrapeAll(ctx context.Context) (map[string]float64, error) {
+	targets, err := s.targets(ctx)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]float64{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	limit := make(chan struct{}, 8)
-	for i := range agents.Items {
-		a := &agents.Items[i]
-		if a.Status.Phase != corev1.PodRunning || a.Status.PodIP == "" {
-			continue
-		}
+	for _, a := range targets {
 		wg.Add(1)
 		limit <- struct{}{}
 		go func() {
 			defer func() { <-limit; wg.Done() }()
-			url := "http://" + net.JoinHostPort(a.Status.PodIP, strconv.Itoa(s.Port)) + "/metrics"
-			got, err := s.scrape(ctx, url)
+			got, err := s.scrape(ctx, a.url)
 			if err != nil {
 				if !errors.Is(ctx.Err(), context.Canceled) {
-					log.FromContext(ctx).Error(err, "scraping a GPU agent; its node's pods are unknown until the next scrape", "agent", a.Name, "node", a.Spec.NodeName)
+					log.FromContext(ctx).Error(err, "scraping a GPU agent; its node's pods are unknown until the next scrape", "agent", a.name, "node", a.node)
 				}
 				return
 			}

@@ -141,3 +141,28 @@ func TestPodUtilizationRejectsGarbage(t *testing.T) {
 		t.Fatal("a malformed exposition parsed without an error")
 	}
 }
+
+// An agent that is not a pod (a node's own agent daemon) is scraped at its
+// address, with no pod listing at all.
+func TestSourceScrapesAgentAddresses(t *testing.T) {
+	srv, hits := agentServer(t, []usage.Sample{
+		{UUID: "GPU-a", GPU: 0, UtilizationPercent: pct(0), MemoryTotalBytes: 80 << 30},
+		{UUID: "GPU-b", GPU: 1, UtilizationPercent: pct(64), MemoryTotalBytes: 80 << 30},
+	}, map[string]nodeagent.DeviceOwner{
+		"GPU-a": {Namespace: "team-fraud", Pod: "idle", Container: "main", Resource: "nvidia.com/gpu"},
+		"GPU-b": {Namespace: "team-fraud", Pod: "busy", Container: "main", Resource: "nvidia.com/gpu"},
+	})
+	s := &Source{Addresses: []string{srv.Listener.Addr().String()}}
+	for pod, want := range map[string]float64{"idle": 0, "busy": 64} {
+		got, known, err := s.PodGPUUtilization(context.Background(), "team-fraud", pod)
+		if err != nil || !known || got != want {
+			t.Errorf("%s: %v %v %v, want %v known", pod, got, known, err, want)
+		}
+	}
+	if _, known, _ := s.PodGPUUtilization(context.Background(), "team-fraud", "other"); known {
+		t.Error("a pod no agent reports is known")
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("%d scrapes for three looks within MaxAge, want 1", n)
+	}
+}

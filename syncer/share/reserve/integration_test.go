@@ -229,8 +229,9 @@ func TestReserveSimulatedAnnotatesOwnPod(t *testing.T) {
 }
 
 // A second reserve process of the same pod (container restart) finds its own
-// annotation and holds; one holding another GPU refuses to overwrite it,
-// except that simulated UUIDs recorded first stay.
+// annotation and holds; one holding another GPU refuses to overwrite it, and
+// refuses to keep it too, simulated or not: the container's allocation is what
+// its shares must be told.
 func TestReserveRestartAndConflict(t *testing.T) {
 	cp := localcp.ForTest(t)
 	ctx := poll.TestContext(t)
@@ -250,17 +251,15 @@ func TestReserveRestartAndConflict(t *testing.T) {
 	err = reserve.Run(ctx, reserve.Options{Client: saClient, Namespace: ns, Name: "gone", UUID: uuidOf("GPU-sim-a")})
 	require.ErrorContains(t, err, "pod "+ns+"/gone not found")
 
-	// On a simulated node the share controller may have recorded a UUID
-	// first: a simulated allocation keeps it, and the process holds.
+	// A made-up simulated ID recorded first (the share controller's, as it
+	// once did on real kubelets: issue 25) is not kept silently either.
 	const shared = "gpuvc-gpu-3"
 	pod := reservationPod(ctx, t, cp.Client, ns, shared, "a100-0")
 	patch := []byte(`{"metadata":{"annotations":{"gpuvc.dev/gpu-uuid":"GPU-sim-a100-0-0"}}}`)
 	_, err = cp.Client.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "gpuvc-share"})
 	require.NoError(t, err)
-	holdThenStop(ctx, t, reserve.Options{Client: saClient, Namespace: ns, Name: shared, UUID: uuidOf("GPU-sim-9f8e")})
-	got, err := cp.Client.CoreV1().Pods(ns).Get(ctx, shared, metav1.GetOptions{})
-	require.NoError(t, err)
-	require.Equal(t, "GPU-sim-a100-0-0", got.Annotations[contract.AnnotationGPUUUID])
+	err = reserve.Run(ctx, reserve.Options{Client: saClient, Namespace: ns, Name: shared, UUID: uuidOf("GPU-sim-9f8e")})
+	require.ErrorContains(t, err, "already records gpuvc.dev/gpu-uuid=GPU-sim-a100-0-0 but this container holds GPU GPU-sim-9f8e")
 }
 
 // holdThenStop runs reserve.Run until it holds its GPU, then cancels it and
@@ -289,8 +288,8 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 
 // Another writer (the share controller) records a UUID between Annotate's
 // read and its patch: the real API server refuses the stale patch, Annotate
-// reads again, and the first writer's UUID stays (or, for real UUIDs,
-// Annotate refuses).
+// reads again, finds another GPU recorded and refuses; the first writer's
+// UUID stays on the pod.
 func TestReserveConcurrentWriter(t *testing.T) {
 	cp := localcp.ForTest(t)
 	ctx := poll.TestContext(t)
@@ -299,7 +298,7 @@ func TestReserveConcurrentWriter(t *testing.T) {
 		pod, theirs, mine string
 		wantErr           string
 	}{
-		"simulated": {pod: "gpuvc-gpu-4", theirs: "GPU-sim-a100-0-1", mine: "GPU-sim-77aa"},
+		"simulated": {pod: "gpuvc-gpu-4", theirs: "GPU-sim-a100-0-1", mine: "GPU-sim-77aa", wantErr: "refusing to change it"},
 		"real":      {pod: "gpuvc-gpu-5", theirs: "GPU-1b2c", mine: "GPU-3d4e", wantErr: "refusing to change it"},
 	}
 	for name, tc := range tests {

@@ -178,8 +178,7 @@ func Run(ctx context.Context, o Options) error {
 // version the decision was made on: the first writer of the annotation wins,
 // and a concurrent writer (the share controller on simulated nodes) makes
 // Annotate read again and decide again. An annotation naming another GPU is an
-// error, never overwritten — except that a simulated UUID already recorded
-// stays when the allocated GPU is simulated too. Transient API errors are
+// error, never overwritten nor kept. Transient API errors are
 // retried briefly; while the API server cannot be reached at all (a new
 // pod's NetworkPolicy not applied yet), Annotate keeps trying until ctx ends.
 // Needs get and patch on pods in its namespace.
@@ -217,16 +216,14 @@ func annotateOnce(ctx context.Context, c kubernetes.Interface, namespace, name, 
 	switch old := pod.Annotations[contract.AnnotationGPUUUID]; {
 	case old == uuid:
 		return nil
-	case old != "" && IsSimulated(old) && IsSimulated(uuid):
-		// On simulated nodes the share controller may record a UUID before
-		// the container starts; share pods may use it already, and nothing
-		// runs on a simulated GPU, so the recorded one stays.
-		logr.FromContextOrDiscard(ctx).Info("keeping the simulated GPU UUID already recorded", "pod", namespace+"/"+name, "recorded", old, "allocated", uuid)
-		return nil
 	case old != "":
 		// A container restart keeps the pod's GPU, so a different UUID was
-		// written by someone else; share pods may already use it.
-		return fmt.Errorf("pod %s/%s already records %s=%s but this container holds GPU %s: refusing to change it", namespace, name, contract.AnnotationGPUUUID, old, uuid)
+		// written by someone else; share pods may already use it. Never kept
+		// silently, simulated or not: this container runs, so its allocation
+		// is the truth, and a share told another ID would name a GPU the
+		// kubelet did not give (the share controller records IDs only on kwok
+		// nodes, where no container runs).
+		return fmt.Errorf("pod %s/%s already records %s=%s but this container holds GPU %s: refusing to change it (share pods may use it); delete the reservation pod so its shares are placed again", namespace, name, contract.AnnotationGPUUUID, old, uuid)
 	}
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{

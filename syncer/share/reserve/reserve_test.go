@@ -181,8 +181,9 @@ func TestDetectUUID(t *testing.T) {
 	}
 }
 
-// A simulated UUID already recorded (by the share controller) stays when the
-// allocated GPU is simulated too; real UUIDs never give way.
+// A UUID already recorded that is not the container's own is refused, never
+// kept: a simulated one made up by the share controller included (issue 25: a
+// share was told it instead of the device the kubelet gave).
 func TestAnnotateRecordedUUID(t *testing.T) {
 	tests := map[string]struct {
 		recorded, allocated string
@@ -190,7 +191,7 @@ func TestAnnotateRecordedUUID(t *testing.T) {
 		wantErr             string
 	}{
 		"same":                      {"GPU-0", "GPU-0", "GPU-0", ""},
-		"both simulated":            {"GPU-sim-node-0", "GPU-sim-1a2b", "GPU-sim-node-0", ""},
+		"both simulated":            {"GPU-sim-node-0", "GPU-sim-1a2b", "", "already records gpuvc.dev/gpu-uuid=GPU-sim-node-0 but this container holds GPU GPU-sim-1a2b"},
 		"simulated recorded, real":  {"GPU-sim-node-0", "GPU-0", "", "refusing to change it"},
 		"real recorded, simulated":  {"GPU-1", "GPU-sim-1a2b", "", "refusing to change it"},
 		"real recorded, other real": {"GPU-1", "GPU-0", "", "already records gpuvc.dev/gpu-uuid=GPU-1 but this container holds GPU GPU-0"},
@@ -218,18 +219,18 @@ func TestAnnotateRecordedUUID(t *testing.T) {
 	}
 }
 
-// A concurrent writer between Annotate's read and its patch (the share
-// controller on a simulated node) makes the patch conflict; Annotate reads
-// again and applies its rules to what the other writer recorded.
+// A concurrent writer between Annotate's read and its patch makes the patch
+// conflict; Annotate reads again and applies its rules to what the other
+// writer recorded: another GPU, simulated or not, is refused and left.
 func TestAnnotateConcurrentWriter(t *testing.T) {
 	tests := map[string]struct {
 		theirs, mine string
 		want         string
 		wantErr      string
 	}{
-		"simulated: the first writer wins": {"GPU-sim-node-0", "GPU-sim-1a2b", "GPU-sim-node-0", ""},
-		"real: refused":                    {"GPU-1", "GPU-0", "GPU-1", "refusing to change it"},
-		"same UUID":                        {"GPU-0", "GPU-0", "GPU-0", ""},
+		"simulated: refused, the first writer's stays": {"GPU-sim-node-0", "GPU-sim-1a2b", "GPU-sim-node-0", "refusing to change it"},
+		"real: refused": {"GPU-1", "GPU-0", "GPU-1", "refusing to change it"},
+		"same UUID":     {"GPU-0", "GPU-0", "GPU-0", ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

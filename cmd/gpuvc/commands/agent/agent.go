@@ -31,30 +31,31 @@ import (
 const NodeNameEnv = "NODE_NAME"
 
 type flags struct {
-	nodeName        string
-	simulate        string
-	migStrategy     string
-	gfd             string
-	interval        time.Duration
-	once            bool
-	devicePlugin    bool
-	devicePluginDir string
-	dra             bool
-	kubeletDir      string
-	cdiDir          string
-	verbosity       int
-	gpuFailure      string
-	gpuProbation    time.Duration
-	gpuMaxFailures  int
-	gpuNodeTaint    string
-	injectFailures  string
-	ignoreXIDs      string
-	metricsAddr     string
-	podResources    string
-	gpuRuntime      string
-	toolkitConfig   []string
-	hostRoot        string
-	deviceStrategy  string
+	nodeName            string
+	simulate            string
+	migStrategy         string
+	gfd                 string
+	interval            time.Duration
+	once                bool
+	devicePlugin        bool
+	devicePluginDir     string
+	dra                 bool
+	kubeletDir          string
+	cdiDir              string
+	verbosity           int
+	gpuFailure          string
+	gpuProbation        time.Duration
+	gpuMaxFailures      int
+	gpuNodeTaint        string
+	injectFailures      string
+	simulateUtilization string
+	ignoreXIDs          string
+	metricsAddr         string
+	podResources        string
+	gpuRuntime          string
+	toolkitConfig       []string
+	hostRoot            string
+	deviceStrategy      string
 }
 
 // NewCommand returns the agent command. --node-name defaults to $NODE_NAME as
@@ -111,7 +112,8 @@ func newCommand(streams cli.Streams, globals *cli.Globals, f *flags) *cobra.Comm
 	fs.StringVar(&f.gpuNodeTaint, "gpu-failure-node-taint", string(nodeagent.NodeTaintAllOut), "with --gpu-failure taint or cordon-drain, when the node is tainted (and cordoned): all (only when every GPU is out: the node keeps serving its healthy GPUs) or any (as soon as one is)")
 	fs.StringVar(&f.injectFailures, "inject-gpu-failures", "", "with --simulate: a file whose lines inject failures of simulated GPUs: \"<gpu index or UUID> xid=<n>|ecc|lost\"")
 	fs.StringVar(&f.ignoreXIDs, "ignore-xids", "", "comma-separated XIDs not to treat as GPU failures, besides the application XIDs always ignored (13, 31, 43, 45, 68, 109)")
-	fs.StringVar(&f.podResources, "pod-resources-socket", nodeagent.DefaultPodResourcesSocket, "the kubelet's pod-resources socket: maps GPUs to pods for gpuvc_team_gpu_utilization (real GPUs, with --metrics-bind-address)")
+	fs.StringVar(&f.podResources, "pod-resources-socket", nodeagent.DefaultPodResourcesSocket, "the kubelet's pod-resources socket: maps GPUs to pods for gpuvc_team_gpu_utilization (real GPUs, or simulated ones with --simulate-utilization; with --metrics-bind-address)")
+	fs.StringVar(&f.simulateUtilization, "simulate-utilization", "", "with --simulate and --metrics-bind-address: a file whose lines set the simulated GPUs' utilization, \"<gpu index or UUID> <percent>\", read at every scrape; exported as gpuvc_team_gpu_utilization with the pods the kubelet's pod-resources socket names (GPUs not named report none)")
 	fs.StringVar(&f.gpuRuntime, "gpu-runtime", string(nodeagent.RuntimeFence), "what to do when the node's NVIDIA container toolkit would honour NVIDIA_VISIBLE_DEVICES from an unprivileged container (a pod without a GPU request could name every GPU): fence (condition GPURuntimeSafe=False, event, metric, taint "+contract.TaintGPURuntimeUnsafe+":NoSchedule), warn (the same without the taint) or off")
 	fs.StringSliceVar(&f.toolkitConfig, "nvidia-toolkit-config", runtimeconfig.DefaultPaths, "the node's NVIDIA container toolkit config.toml files to judge (every one found must set accept-nvidia-visible-devices-envvar-when-unprivileged = false; none found is unsafe); with --simulate and this flag unset, the simulated node's hardened configuration")
 	fs.StringVar(&f.hostRoot, "host-root", "", "where the node's file system (the folders of --nvidia-toolkit-config) is mounted in the agent's container")
@@ -135,7 +137,8 @@ func (f *flags) options(fs *pflag.FlagSet) (nodeagent.Options, error) {
 		DevicePlugin: f.devicePlugin, DevicePluginDir: f.devicePluginDir,
 		DRA: f.dra, KubeletDir: f.kubeletDir, CDIDir: f.cdiDir,
 		InjectFailures: f.injectFailures, PodResourcesSocket: f.podResources,
-		ToolkitConfig: f.toolkitConfig, HostRoot: f.hostRoot, DeviceListStrategy: f.deviceStrategy,
+		SimulatedUtilization: f.simulateUtilization,
+		ToolkitConfig:        f.toolkitConfig, HostRoot: f.hostRoot, DeviceListStrategy: f.deviceStrategy,
 		// A simulated node without --nvidia-toolkit-config has the hardened
 		// configuration; with it, the files it names are judged.
 		SimulatedToolkit: f.simulate != "" && !fs.Changed("nvidia-toolkit-config"),
@@ -190,6 +193,9 @@ func (f *flags) options(fs *pflag.FlagSet) (nodeagent.Options, error) {
 	}
 	if f.injectFailures != "" && (f.simulate == "" || o.Health == "") {
 		return o, errors.New("--inject-gpu-failures fails simulated GPUs only: it needs --simulate and a --gpu-failure other than off")
+	}
+	if f.simulateUtilization != "" && (f.simulate == "" || o.MetricsAddr == "") {
+		return o, errors.New("--simulate-utilization drives simulated GPUs' utilization metrics only: it needs --simulate and --metrics-bind-address")
 	}
 	if f.devicePlugin && f.once {
 		return o, errors.New("--device-plugin must keep running for the kubelet: drop --once")

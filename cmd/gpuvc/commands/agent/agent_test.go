@@ -59,6 +59,10 @@ func TestAgentFlagErrors(t *testing.T) {
 		"gpu runtime policy": {[]string{"--node-name=n", "--gpu-runtime=taint"}, []string{"--gpu-runtime", `"taint"`, "fence, warn", "off"}},
 		"inject without simulate": {[]string{"--node-name=n", "--inject-gpu-failures=/tmp/f"},
 			[]string{"--inject-gpu-failures", "--simulate"}},
+		"utilization without simulate": {[]string{"--node-name=n", "--simulate-utilization=/tmp/u", "--metrics-bind-address=:9402"},
+			[]string{"--simulate-utilization", "--simulate"}},
+		"utilization without metrics": {[]string{"--node-name=n", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=1", "--simulate-utilization=/tmp/u"},
+			[]string{"--simulate-utilization", "--metrics-bind-address"}},
 		"inject with health off": {[]string{"--node-name=n", "--simulate=product=NVIDIA-A100-SXM4-80GB,count=1", "--inject-gpu-failures=/tmp/f", "--gpu-failure=off"},
 			[]string{"--inject-gpu-failures", "off"}},
 	}

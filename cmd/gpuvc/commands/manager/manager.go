@@ -116,6 +116,7 @@ func NewCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command {
 	fs.DurationVar(&f.idle.Interval, "idle-interval", 30*time.Second, "how often the idle policy looks at every team")
 	fs.DurationVar(&f.idle.Probe, "idle-probe", 5*time.Minute, "how long before spec.idle.vcluster.sleepAfter the waker counts API connections (at most half of sleepAfter)")
 	fs.IntVar(&f.agentMetrics.Port, "agent-metrics-port", 0, "port of the node agents' /metrics (gpuvc agent --metrics-bind-address); set, the leader applies spec.idle.gpuPods from their per-pod GPU utilization (0: GPU-pod idle policies are only validated)")
+	fs.StringSliceVar(&f.agentMetrics.Addresses, "agent-metrics-address", nil, "host:port of a node agent that does not run as a pod (a node's own gpuvc agent daemon), scraped besides the agent pods; repeatable; set, the leader applies spec.idle.gpuPods")
 	fs.StringVar(&f.agentMetrics.Namespace, "agent-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the node agent pods (labels app.kubernetes.io/name=gpuvc, app.kubernetes.io/component=agent; the chart's release namespace)")
 	return cmd
 }
