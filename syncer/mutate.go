@@ -91,6 +91,20 @@ func recordDecisions(pod *corev1.Pod, notes []Note) {
 	pod.Annotations[contract.AnnotationDecisions] = string(b)
 }
 
+// routineReasons are decisions every pod of a team gets the same way: the
+// team's standing rules, not a judgement of this pod. They stay in the
+// decisions annotation (kubectl get pod -o yaml, in the team's cluster too) but
+// are not sent as events: an event is one more API write for every pod created
+// in every team namespace (most of what the webhook adds to a pod create, make
+// bench's "Admission: where the time goes"), and one line of noise in every
+// kubectl describe.
+var routineReasons = []string{ReasonPoolPinned}
+
+// eventWorthy drops the routine decisions from notes.
+func eventWorthy(notes []Note) []Note {
+	return slices.DeleteFunc(slices.Clone(notes), func(n Note) bool { return slices.Contains(routineReasons, n.Reason) })
+}
+
 // decisions reads the decisions annotation; anything unreadable counts as none.
 func decisions(pod *corev1.Pod) []Note {
 	var notes []Note

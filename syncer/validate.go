@@ -48,7 +48,7 @@ func (h validator) Handle(ctx context.Context, req admission.Request) admission.
 	}
 	if op == admissionv1.Create && req.SubResource == "" {
 		// The pod now has its UID, so events attach to it.
-		h.w.emit(req, in.Pod, "Admit", decisions(in.Pod))
+		h.w.emit(req, in.Pod, "Admit", eventWorthy(decisions(in.Pod)))
 	}
 	h.w.opts.Metrics.observe(teamOf(in), "validate", opName, "allowed", start, r)
 	return admission.Allowed("")

@@ -149,10 +149,15 @@ func TestHandlersCreateAdmitsAndExplains(t *testing.T) {
 		t.Fatalf("validating webhook refuses the mutated pod: %s", vresp.Result.Message)
 	}
 	evs := strings.Join(h.drainEvents(), "\n")
-	for _, want := range []string{"Normal PoolPinned", "Warning TolerationRemoved"} {
-		if !strings.Contains(evs, want) {
-			t.Errorf("events %q lack %q", evs, want)
-		}
+	if !strings.Contains(evs, "Warning TolerationRemoved") {
+		t.Errorf("events %q lack the removed toleration", evs)
+	}
+	// Pool pinning is the team's standing rule: in the annotation, no event.
+	if strings.Contains(evs, ReasonPoolPinned) {
+		t.Errorf("events %q include the routine %s", evs, ReasonPoolPinned)
+	}
+	if !strings.Contains(got.Annotations[contract.AnnotationDecisions], ReasonPoolPinned) {
+		t.Errorf("decisions annotation %q lacks %s", got.Annotations[contract.AnnotationDecisions], ReasonPoolPinned)
 	}
 	eq(t, 1.0, testutil.ToFloat64(h.metrics.Requests.WithLabelValues("fraud", "mutate", "create", "patched")))
 	eq(t, 1.0, testutil.ToFloat64(h.metrics.Requests.WithLabelValues("fraud", "validate", "create", "allowed")))

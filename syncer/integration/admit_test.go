@@ -2,10 +2,12 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
@@ -22,7 +24,8 @@ func TestWholeGPURunsOnA100(t *testing.T) {
 	ctx := poll.TestContext(t)
 	before := counter(env.metrics.Requests.WithLabelValues("fraud", "mutate", "create", "patched"))
 
-	pod, err := create(ctx, t, "fraud", testobj.Pod("trainer", "default").GPUs("1").Obj())
+	// A toleration of another pool: removed, with a Warning event.
+	pod, err := create(ctx, t, "fraud", testobj.Pod("trainer", "default").GPUs("1").TolerateTaint(contract.LabelPool, "h100").Obj())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +37,24 @@ func TestWholeGPURunsOnA100(t *testing.T) {
 		t.Errorf("ran on %s, want a100-0 (the a100 node with whole GPUs)", got.Spec.NodeName)
 	}
 	// The event carries the pod's UID: kubectl describe and vCluster find it.
-	ev := waitForEvent(ctx, t, pod.Namespace, string(pod.UID), syncer.ReasonPoolPinned)
-	if ev.Type != corev1.EventTypeNormal {
+	ev := waitForEvent(ctx, t, pod.Namespace, string(pod.UID), syncer.ReasonTolerationRemoved)
+	if ev.Type != corev1.EventTypeWarning {
 		t.Errorf("event type %s", ev.Type)
+	}
+	// Pool pinning, every pod's, is in the decisions annotation only: the
+	// webhook sends its events in order, so a PoolPinned one would be there
+	// before the Warning.
+	if !strings.Contains(pod.Annotations[contract.AnnotationDecisions], syncer.ReasonPoolPinned) {
+		t.Errorf("decisions annotation %q lacks %s", pod.Annotations[contract.AnnotationDecisions], syncer.ReasonPoolPinned)
+	}
+	pinned, err := env.cp.Client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)), fields.OneTermEqualSelector("reason", syncer.ReasonPoolPinned)).String(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pinned.Items) != 0 {
+		t.Errorf("a routine %s event was sent: %s", syncer.ReasonPoolPinned, pinned.Items[0].Message)
 	}
 	if after := counter(env.metrics.Requests.WithLabelValues("fraud", "mutate", "create", "patched")); after <= before {
 		t.Errorf("admission counter for team fraud did not move: %v → %v", before, after)
