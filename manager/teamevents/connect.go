@@ -17,11 +17,13 @@ import (
 	"github.com/gpuvc/gpuvc/api/contract"
 )
 
-// connect is a client of the team's virtual cluster that reaches a ready
-// control-plane pod directly: the kubeconfig's credentials and server name (its
-// certificate is checked against the kubeconfig's server, as the team's own
-// clients do), dialled at the pod. Nil without error when no pod is ready.
-func connect(ctx context.Context, reader client.Reader, dial func(context.Context, string, string) (net.Conn, error), namespace, release string) (sink, error) {
+// TeamConfig is a client configuration of the team's virtual cluster that
+// reaches a ready control-plane pod directly: the kubeconfig's credentials and
+// server name (its certificate is checked against the kubeconfig's server, as
+// the team's own clients do), dialled at the pod. Nil without error when no
+// pod is ready. Team events and gpuvc's claim sync (manager/teamclaims) talk
+// to the team's cluster this way, never through the Service the waker answers.
+func TeamConfig(ctx context.Context, reader client.Reader, dial func(context.Context, string, string) (net.Conn, error), namespace, release string) (*rest.Config, error) {
 	addr, err := ControlPlaneAddress(ctx, reader, namespace, release)
 	if err != nil || addr == "" {
 		return nil, err
@@ -35,6 +37,16 @@ func connect(ctx context.Context, reader client.Reader, dial func(context.Contex
 		return nil, fmt.Errorf("team kubeconfig %s/%s: %w", namespace, contract.KubeconfigSecretName, err)
 	}
 	cfg.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) { return dial(ctx, network, addr) }
+	return cfg, nil
+}
+
+// connect is a client of the team's virtual cluster (TeamConfig). Nil without
+// error when no pod is ready.
+func connect(ctx context.Context, reader client.Reader, dial func(context.Context, string, string) (net.Conn, error), namespace, release string) (sink, error) {
+	cfg, err := TeamConfig(ctx, reader, dial, namespace, release)
+	if err != nil || cfg == nil {
+		return nil, err
+	}
 	cfg.UserAgent = "gpuvc-manager/team-events"
 	// A client of its own, whose connections are closed after the write: the
 	// next event may find another pod, or none.
