@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -147,30 +148,37 @@ func teamExists(teams *gpuvcv1.TeamList, name string) bool {
 }
 
 // removeCopies deletes gpuvc's copies in a team namespace whose team no longer
-// uses DRA (a deleted team's namespace goes with everything in it). One by
-// one: the manager's role grants delete, not deletecollection.
+// uses DRA (a deleted team's namespace goes with everything in it).
 func (r *Runner) removeCopies(ctx context.Context, namespace string) {
 	logger := log.FromContext(ctx).WithValues("namespace", namespace)
 	claims := r.host.ResourceV1().ResourceClaims(namespace)
-	if l, err := claims.List(ctx, copySelector); err != nil {
-		logger.Error(err, "listing the claim copies of a team without spec.dra")
-	} else {
-		for _, c := range l.Items {
-			if err := claims.Delete(ctx, c.Name, deleteOptions(c.UID)); err != nil && !apierrors.IsNotFound(err) {
-				logger.Error(err, "removing a claim copy of a team without spec.dra", "claim", c.Name)
-			}
-		}
+	if err := deleteEach(ctx, claims.List, claims.Delete, func(l *resourcev1.ResourceClaimList) []resourcev1.ResourceClaim { return l.Items }); err != nil {
+		logger.Error(err, "removing the claim copies of a team without spec.dra")
 	}
 	templates := r.host.ResourceV1().ResourceClaimTemplates(namespace)
-	if l, err := templates.List(ctx, copySelector); err != nil {
-		logger.Error(err, "listing the claim template copies of a team without spec.dra")
-	} else {
-		for _, c := range l.Items {
-			if err := templates.Delete(ctx, c.Name, deleteOptions(c.UID)); err != nil && !apierrors.IsNotFound(err) {
-				logger.Error(err, "removing a claim template copy of a team without spec.dra", "template", c.Name)
-			}
+	if err := deleteEach(ctx, templates.List, templates.Delete, func(l *resourcev1.ResourceClaimTemplateList) []resourcev1.ResourceClaimTemplate { return l.Items }); err != nil {
+		logger.Error(err, "removing the claim template copies of a team without spec.dra")
+	}
+}
+
+// deleteEach deletes gpuvc's copies one by one: the manager's role grants
+// delete, not deletecollection.
+func deleteEach[L any, T any, PT interface {
+	*T
+	metav1.Object
+}](ctx context.Context, list func(context.Context, metav1.ListOptions) (L, error), del func(context.Context, string, metav1.DeleteOptions) error, items func(L) []T) error {
+	l, err := list(ctx, copySelector)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, it := range items(l) {
+		o := PT(&it)
+		if err := del(ctx, o.GetName(), deleteOptions(o.GetUID())); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
 		}
 	}
+	return errors.Join(errs...)
 }
 
 func (r *Runner) stopAll() {

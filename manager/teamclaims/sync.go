@@ -43,49 +43,33 @@ func (s *Team) Sync(ctx context.Context) error {
 }
 
 func (s *Team) syncTemplates(ctx context.Context) error {
-	vs, err := s.Virtual.ResourceV1().ResourceClaimTemplates(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing the team's ResourceClaimTemplates: %w", err)
-	}
-	hs, err := s.Host.ResourceV1().ResourceClaimTemplates(s.Namespace).List(ctx, copySelector)
-	if err != nil {
-		return fmt.Errorf("listing the host copies of ResourceClaimTemplates in %s: %w", s.Namespace, err)
-	}
-	api := s.Host.ResourceV1().ResourceClaimTemplates(s.Namespace)
+	virtual := s.Virtual.ResourceV1().ResourceClaimTemplates(metav1.NamespaceAll)
+	host := s.Host.ResourceV1().ResourceClaimTemplates(s.Namespace)
 	return reconcile(ctx, s, pass[*resourcev1.ResourceClaimTemplate]{
-		kind:    "ResourceClaimTemplate",
-		virtual: pointers(vs.Items),
-		host:    pointers(hs.Items),
+		kind: "ResourceClaimTemplate",
+		list: both(virtual.List, host.List, func(l *resourcev1.ResourceClaimTemplateList) []resourcev1.ResourceClaimTemplate { return l.Items }),
 		create: func(ctx context.Context, v *resourcev1.ResourceClaimTemplate) error {
-			_, err := api.Create(ctx, hostTemplate(v, s.Namespace, s.Release), metav1.CreateOptions{FieldManager: fieldManager})
+			_, err := host.Create(ctx, hostTemplate(v, s.Namespace, s.Release), metav1.CreateOptions{FieldManager: fieldManager})
 			return err
 		},
 		delete: func(ctx context.Context, h *resourcev1.ResourceClaimTemplate) error {
-			return api.Delete(ctx, h.Name, deleteOptions(h.UID))
+			return host.Delete(ctx, h.Name, deleteOptions(h.UID))
 		},
 	})
 }
 
 func (s *Team) syncClaims(ctx context.Context) error {
-	vs, err := s.Virtual.ResourceV1().ResourceClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing the team's ResourceClaims: %w", err)
-	}
-	hs, err := s.Host.ResourceV1().ResourceClaims(s.Namespace).List(ctx, copySelector)
-	if err != nil {
-		return fmt.Errorf("listing the host copies of ResourceClaims in %s: %w", s.Namespace, err)
-	}
-	api := s.Host.ResourceV1().ResourceClaims(s.Namespace)
+	virtual := s.Virtual.ResourceV1().ResourceClaims(metav1.NamespaceAll)
+	host := s.Host.ResourceV1().ResourceClaims(s.Namespace)
 	return reconcile(ctx, s, pass[*resourcev1.ResourceClaim]{
-		kind:    "ResourceClaim",
-		virtual: pointers(vs.Items),
-		host:    pointers(hs.Items),
+		kind: "ResourceClaim",
+		list: both(virtual.List, host.List, func(l *resourcev1.ResourceClaimList) []resourcev1.ResourceClaim { return l.Items }),
 		create: func(ctx context.Context, v *resourcev1.ResourceClaim) error {
-			_, err := api.Create(ctx, hostClaim(v, s.Namespace, s.Release), metav1.CreateOptions{FieldManager: fieldManager})
+			_, err := host.Create(ctx, hostClaim(v, s.Namespace, s.Release), metav1.CreateOptions{FieldManager: fieldManager})
 			return err
 		},
 		delete: func(ctx context.Context, h *resourcev1.ResourceClaim) error {
-			return api.Delete(ctx, h.Name, deleteOptions(h.UID))
+			return host.Delete(ctx, h.Name, deleteOptions(h.UID))
 		},
 		copied: s.copyStatus,
 	})
@@ -104,24 +88,31 @@ type object interface {
 	*resourcev1.ResourceClaim | *resourcev1.ResourceClaimTemplate
 }
 
-// pass is one kind's virtual objects and host copies, and how to write them.
+// pass is how to read one kind's virtual objects and host copies, and how to
+// write them.
 type pass[P object] struct {
-	kind          string
-	virtual, host []P
-	create        func(context.Context, P) error
-	delete        func(context.Context, P) error
+	kind string
+	// list returns every virtual object and gpuvc's copies in the namespace.
+	list   func(context.Context) (virtual, host []P, err error)
+	create func(context.Context, P) error
+	delete func(context.Context, P) error
 	// copied, if set, runs for every virtual object with its host copy.
 	copied func(ctx context.Context, v, h P) error
 }
 
 func reconcile[P object](ctx context.Context, s *Team, p pass[P]) error {
-	hosts := make(map[string]P, len(p.host))
-	for _, h := range p.host {
+	virtual, host, err := p.list(ctx)
+	if err != nil {
+		// Nothing is removed on a partial view.
+		return fmt.Errorf("listing the team's %ss and their copies in %s: %w", p.kind, s.Namespace, err)
+	}
+	hosts := make(map[string]P, len(host))
+	for _, h := range host {
 		hosts[h.GetName()] = h
 	}
-	wanted := make(map[string]bool, len(p.virtual))
+	wanted := make(map[string]bool, len(virtual))
 	var errs []error
-	for _, v := range p.virtual {
+	for _, v := range virtual {
 		if v.GetDeletionTimestamp() != nil {
 			continue
 		}
@@ -174,6 +165,22 @@ func refused(err error) bool {
 
 func objectMeta[P object](o P) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: o.GetName(), Namespace: o.GetNamespace(), UID: o.GetUID(), Annotations: o.GetAnnotations()}
+}
+
+// both lists every object of the team's cluster (virtual) and gpuvc's copies
+// in the host namespace (host).
+func both[L, T any](virtual, host func(context.Context, metav1.ListOptions) (L, error), items func(L) []T) func(context.Context) ([]*T, []*T, error) {
+	return func(ctx context.Context) ([]*T, []*T, error) {
+		v, err := virtual(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		h, err := host(ctx, copySelector)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pointers(items(v)), pointers(items(h)), nil
+	}
 }
 
 func pointers[T any](items []T) []*T {
