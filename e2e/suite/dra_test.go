@@ -100,12 +100,13 @@ func TestDRATeamPodRunsWithItsClaimedDevice(t *testing.T) {
 	require.Contains(t, out, "NVIDIA_VISIBLE_DEVICES="+uuid+"\n", "the container sees the device of host claim %s (%s)", claim.Name, results[0].Device)
 	require.Contains(t, out, "="+uuid+"\n")
 	require.Contains(t, out, contract.EnvDRADevicePrefix+strings.ToUpper(strings.ReplaceAll(results[0].Device, "-", "_"))+"="+uuid)
-	v = waitVirtualPod(ctx, t, vc, "dra", func(p *corev1.Pod) bool { return len(p.Status.ResourceClaimStatuses) == 1 })
-	seen := "(none)"
-	if n := v.Status.ResourceClaimStatuses[0].ResourceClaimName; n != nil {
-		seen = *n
-	}
-	t.Logf("team pod %s: host claim %s, device %s (%s); the team's pod status names claim %q", v.Name, claim.Name, results[0].Device, uuid, seen)
+	// What the team sees of the claim made from its template: vCluster copies
+	// the host pod's claim status, with the host claim's name (docs/dra.md).
+	v = waitVirtualPod(ctx, t, vc, "dra", func(p *corev1.Pod) bool {
+		return len(p.Status.ResourceClaimStatuses) == 1 && p.Status.ResourceClaimStatuses[0].ResourceClaimName != nil
+	})
+	require.Equal(t, claim.Name, *v.Status.ResourceClaimStatuses[0].ResourceClaimName)
+	t.Logf("team pod %s: host claim %s, device %s (%s)", v.Name, claim.Name, results[0].Device, uuid)
 
 	eventually(ctx, t, "the team's quota charging the device once", func(ctx context.Context) (bool, string) {
 		q, err := backend.Client().CoreV1().ResourceQuotas(hostNS).Get(ctx, "gpuvc-quota", metav1.GetOptions{})
