@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,7 @@ import (
 	"github.com/gpuvc/gpuvc/manager/accounting"
 	"github.com/gpuvc/gpuvc/manager/idle"
 	"github.com/gpuvc/gpuvc/manager/team"
+	"github.com/gpuvc/gpuvc/manager/teamclaims"
 	"github.com/gpuvc/gpuvc/manager/teamevents"
 	"github.com/gpuvc/gpuvc/manager/teampolicy"
 	"github.com/gpuvc/gpuvc/syncer"
@@ -216,6 +218,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := registerReplacing(notQueued); err != nil {
 		return nil, err
 	}
+	// A spec.dra team's ResourceClaims and templates, copied from its cluster
+	// to the host (vCluster OSS copies none), on the leader.
+	if err := addClaimSync(mgr, cfg, opts.Idle.Dial); err != nil {
+		return nil, err
+	}
 	// Why a team's claim does not bind, on the claim (vCluster copies its status).
 	if err := claims.New(mgr.GetClient(), nil).SetupWithManager(mgr, isTeamNamespace); err != nil {
 		return nil, err
@@ -249,6 +256,16 @@ func installCELFence(ctx context.Context, cfg *rest.Config, self string, kueueUs
 		return err
 	}
 	return celpolicy.Install(ctx, cs, celpolicy.Options{ParamsWriters: []string{self}, KueueUsers: kueueUsers})
+}
+
+// addClaimSync runs gpuvc's sync of spec.dra teams' claims and claim templates
+// (manager/teamclaims), reaching each team's control plane as team events do.
+func addClaimSync(mgr ctrl.Manager, cfg *rest.Config, dial func(context.Context, string, string) (net.Conn, error)) error {
+	host, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return mgr.Add(teamclaims.New(mgr.GetClient(), mgr.GetAPIReader(), host, teamclaims.Options{Dial: dial}))
 }
 
 // addAccounting runs the GPU-time accountant on the leader and exports its

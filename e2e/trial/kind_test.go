@@ -89,7 +89,7 @@ func TestKindTrialOffline(t *testing.T) {
 			t.Errorf("report lacks a row matching %s", row)
 		}
 	}
-	demoPodsRun(ctx, t, dir)
+	demoPodsRun(ctx, t, dir, demoPods)
 }
 
 // kindDown runs `gpuvc dev trial down` and checks that no container or volume of

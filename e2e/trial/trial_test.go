@@ -40,6 +40,10 @@ func TestDockerlessTrial(t *testing.T) {
 		`vision\s+half\s+gpu-fraction: 0\.5\s+team-vision/half-x-default-x-vision\s+system-0\s+0\.5 of a GPU the team reserved\s+GPU-sim-`,
 		`llm\s+train\s+nvidia\.com/gpu: 1\s+team-llm/train-x-default-x-llm\s+system-0\s+nvidia\.com/gpu: 1\s+GPU-sim-`,
 		`llm\s+half\s+gpu-fraction: 0\.5\s+team-llm/half-x-default-x-llm\s+system-0\s+0\.5 of a GPU the team reserved\s+GPU-sim-`,
+		// The DRA team's pod: its claim from the template, the device the
+		// scheduler allocated from the real node's slice, and the UUID the
+		// driver's CDI spec handed the container.
+		`infer\s+claim\s+resourceClaimTemplate: one-gpu\s+team-infer/claim-x-default-x-infer\s+system-0\s+DRA gpu\.nvidia\.com: gpu-[678]\s+GPU-sim-`,
 		`system-0\s+system\s+nvidia\.com/gpu: 4, nvidia\.com/mig-1g\.10gb: 4`,
 	} {
 		if !regexp.MustCompile(row).MatchString(out) {
@@ -47,21 +51,25 @@ func TestDockerlessTrial(t *testing.T) {
 		}
 	}
 
-	for team := range demoPods {
+	for team := range localDemoPods {
 		if file := filepath.Join(dir, team+".kubeconfig"); !strings.Contains(out, "already written to "+file) {
 			t.Errorf("report does not point at %s", file)
 		}
 	}
-	demoPodsRun(ctx, t, dir)
+	demoPodsRun(ctx, t, dir, localDemoPods)
 	trialPrometheusHasGpuvc(ctx, t, out)
 }
 
 // demoPods are the pods the trial runs in each team.
 var demoPods = map[string][]string{"vision": {"train", "notebook", "half"}, "llm": {"train", "half"}}
 
+// localDemoPods are the Docker-less trial's: demoPods and the DRA team's pod
+// (only the real node runs a DRA driver).
+var localDemoPods = map[string][]string{"vision": {"train", "notebook", "half"}, "llm": {"train", "half"}, "infer": {"claim"}}
+
 // demoPodsRun checks, with kubectl and each team's kubeconfig file in dir,
 // that every demo pod is Running.
-func demoPodsRun(ctx context.Context, t *testing.T, dir string) {
+func demoPodsRun(ctx context.Context, t *testing.T, dir string, demoPods map[string][]string) {
 	t.Helper()
 	kubectl := localcp.Kubectl(t)
 	for team, pods := range demoPods {

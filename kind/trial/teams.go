@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -28,6 +29,9 @@ type DemoTeam struct {
 	// its virtual cluster, asking for GPUs as a team member would: no pool, no
 	// toleration, no node selector.
 	Pods []*corev1.Pod
+	// ClaimTemplates are created in the team's virtual cluster (namespace
+	// default) before its pods: the DRA team's pods name them.
+	ClaimTemplates []*resourcev1.ResourceClaimTemplate
 }
 
 // DemoTeams are the trial's two teams, one per GPU pool, each running a whole-GPU
@@ -43,9 +47,42 @@ func DemoTeams(workloadImage string) []DemoTeam {
 }
 
 // LocalDemoTeams are DemoTeams in the pool of the Docker-less trial's real node,
-// system: the only node whose pods really run there (see UpLocal).
+// system: the only node whose pods really run there (see UpLocal), and a third
+// team asking for its GPU through Dynamic Resource Allocation, which only that
+// node serves (the kind trial's nodes run no DRA driver):
+//
+//	gpuvc team create infer --pool system --gpus 1 --dra
+//
+// Its pod names a ResourceClaimTemplate of one gpu.nvidia.com device.
 func LocalDemoTeams(workloadImage string) []DemoTeam {
-	return demoTeams(workloadImage, localstack.RealPool, localstack.RealPool)
+	teams := demoTeams(workloadImage, localstack.RealPool, localstack.RealPool)
+	return append(teams, draDemoTeam(workloadImage, localstack.RealPool))
+}
+
+// draDemoTemplate is the DRA demo team's claim template: one whole GPU.
+const draDemoTemplate = "one-gpu"
+
+func draDemoTeam(workloadImage, pool string) DemoTeam {
+	if workloadImage == "" {
+		workloadImage = DefaultWorkloadImage
+	}
+	t := team("infer", pool, 1, nil)
+	t.Spec.GPUSharing = nil
+	t.Spec.DRA = &gpuvcv1.DRA{}
+	template := &resourcev1.ResourceClaimTemplate{
+		TypeMeta:   metav1.TypeMeta{APIVersion: resourcev1.SchemeGroupVersion.String(), Kind: "ResourceClaimTemplate"},
+		ObjectMeta: metav1.ObjectMeta{Name: draDemoTemplate, Namespace: workloadNamespace},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{
+				DeviceClassName: contract.DeviceClassGPU, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1,
+			}}},
+		}}},
+	}
+	return DemoTeam{
+		Team:           t,
+		Pods:           []*corev1.Pod{demoPod("claim", workloadImage).claim("gpu", draDemoTemplate).obj()},
+		ClaimTemplates: []*resourcev1.ResourceClaimTemplate{template},
+	}
 }
 
 func demoTeams(workloadImage, visionPool, llmPool string) []DemoTeam {
@@ -100,6 +137,12 @@ func CreateCommand(t *gpuvcv1.Team) string {
 	if s := t.Spec.GPUSharing; s != nil && s.Fractions {
 		args = append(args, "--fractions")
 	}
+	if d := t.Spec.DRA; d != nil {
+		args = append(args, "--dra")
+		for _, c := range d.DeviceClasses {
+			args = append(args, "--device-class", c)
+		}
+	}
 	return strings.Join(args, " ")
 }
 
@@ -107,6 +150,15 @@ func CreateCommand(t *gpuvcv1.Team) string {
 func asks(p *corev1.Pod) string {
 	if f, ok := p.Annotations[contract.AnnotationKAIFraction]; ok {
 		return contract.AnnotationKAIFraction + ": " + f
+	}
+	var claims []string
+	for _, c := range p.Spec.ResourceClaims {
+		if c.ResourceClaimTemplateName != nil {
+			claims = append(claims, "resourceClaimTemplate: "+*c.ResourceClaimTemplateName)
+		}
+	}
+	if len(claims) > 0 {
+		return strings.Join(claims, ", ")
 	}
 	return gpuResources(p)
 }
@@ -153,6 +205,14 @@ func (b *podBuilder) limit(name, qty string) *podBuilder {
 	r := &b.Spec.Containers[0].Resources
 	r.Limits[corev1.ResourceName(name)] = q
 	r.Requests[corev1.ResourceName(name)] = q
+	return b
+}
+
+// claim gives the container a DRA claim made from the namespace's template.
+func (b *podBuilder) claim(name, template string) *podBuilder {
+	b.Spec.ResourceClaims = append(b.Spec.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimTemplateName: &template})
+	c := &b.Spec.Containers[0]
+	c.Resources.Claims = append(c.Resources.Claims, corev1.ResourceClaim{Name: name})
 	return b
 }
 

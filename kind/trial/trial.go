@@ -204,7 +204,7 @@ func removeFiles(opts Options) error {
 		return nil
 	}
 	files := []string{opts.KubeconfigPath()}
-	for _, d := range DemoTeams("") {
+	for _, d := range append(DemoTeams(""), LocalDemoTeams("")...) {
 		files = append(files, teamKubeconfigPath(opts.Dir, d.Team.Name))
 	}
 	for _, f := range files {

@@ -68,10 +68,12 @@ type Placement struct {
 	HostPod string
 	Node    string
 	// HostGPU is what the host pod holds after gpuvc's webhook: its nvidia.com/
-	// limits, or its share of a GPU reserved for the team.
+	// limits, its share of a GPU reserved for the team, or the DRA devices
+	// allocated to its claims.
 	HostGPU string
 	// Devices is NVIDIA_VISIBLE_DEVICES as the container saw it: the simulated
-	// device plugin's allocation, or the share controller's for fractions.
+	// device plugin's allocation, the share controller's for fractions, or the
+	// DRA driver's (its CDI spec) for claims.
 	Devices string
 }
 
@@ -210,6 +212,11 @@ func runDemoPods(ctx context.Context, c *Cluster, tc *teamctl.Client, d DemoTeam
 	if err != nil {
 		return tr, err
 	}
+	for _, tmpl := range d.ClaimTemplates {
+		if err := createVirtualTemplate(ctx, c.Client, vc, t.Name, tmpl, opts.Timeout, log); err != nil {
+			return tr, err
+		}
+	}
 	for _, p := range d.Pods {
 		if err := createVirtualPod(ctx, vc, t.Name, tr.Server, p, opts.Timeout, log); err != nil {
 			return tr, err
@@ -319,6 +326,9 @@ func followPod(ctx context.Context, host, vc kubernetes.Interface, team string, 
 	pl.HostGPU = gpuResources(hp)
 	if f := hp.Annotations[contract.AnnotationGPUFraction]; f != "" {
 		pl.HostGPU = fmt.Sprintf("%s of a GPU the team reserved", f)
+	}
+	if d := claimedDevices(ctx, host, hp); d != "" {
+		pl.HostGPU = d
 	}
 	return pl, hp, nil
 }

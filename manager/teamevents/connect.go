@@ -45,7 +45,9 @@ func connect(ctx context.Context, reader client.Reader, dial func(context.Contex
 // connection counts as the team's activity): the kubeconfig's credentials and
 // server name (its certificate is checked against the kubeconfig's server, as
 // the team's own clients do), dialled at the pod with dial (nil: a
-// net.Dialer's). Nil without error when no pod is ready.
+// net.Dialer's). Nil without error when no pod is ready. Team events, the
+// team's nodes (manager/virtualnodes) and gpuvc's claim sync
+// (manager/teamclaims) reach the team's cluster this way.
 func TeamConfig(ctx context.Context, reader client.Reader, dial func(context.Context, string, string) (net.Conn, error), namespace, release string) (*rest.Config, error) {
 	addr, err := ControlPlaneAddress(ctx, reader, namespace, release)
 	if err != nil || addr == "" {
