@@ -31,9 +31,10 @@ var trialSeries = []string{
 // trial, and why; every other panel must have data.
 var noDataInTheTrial = map[string]string{
 	"Queue depth: GPU devices waiting in Kueue": "the trial's teams do not queue (no Kueue)",
-	"Kueue standing":                 "the trial's teams do not queue (no Kueue)",
-	"Utilization of the team's GPUs": "simulated GPUs: no NVML utilization",
-	"GPU memory used":                "simulated GPUs: no NVML memory readings",
+	"Kueue standing": "the trial's teams do not queue (no Kueue)",
+	// The trial writes no utilization file (gpu/usage.Simulated): its GPUs
+	// report memory, not utilization.
+	"Utilization of the team's GPUs": "simulated GPUs: no utilization file in the trial",
 }
 
 var prometheusURL = regexp.MustCompile(`Prometheus, scraping gpuvc[^\n]*\n\s+(http://[0-9.:]+)/graph`)
