@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/gpuvc/gpuvc/api/contract"
+	"github.com/gpuvc/gpuvc/gpu/health"
 	"github.com/gpuvc/gpuvc/gpu/inventory"
 )
 
@@ -64,6 +65,10 @@ type onFailed struct {
 // GPU-seconds lost (annotation gpuvc.dev/gpu-seconds-lost).
 func (h *Health) drain(ctx context.Context, out []GPURecord) error {
 	bad := uuids(out)
+	failure := map[string]health.Event{} // each GPU's last error, by UUID
+	for _, r := range out {
+		failure[r.Last.UUID] = r.Last
+	}
 	var errs []error
 	found := map[string]onFailed{} // by namespace/name
 	if h.Owners != nil {
@@ -120,16 +125,37 @@ func (h *Health) drain(ctx context.Context, out []GPURecord) error {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			h.Metrics.action(h.NodeName, "eviction_failed")
-			h.podEvent(p, corev1.EventTypeWarning, ReasonEvictFailed, "GPU %s on node %s failed; evicting this pod was refused (retried): %v", f.gpu, h.NodeName, err)
+			h.podEvent(p, corev1.EventTypeWarning, ReasonEvictFailed, "%s on node %s failed and is out of service; evicting this pod was refused (retried): %v",
+				failedGPU(failure, f.gpu), h.NodeName, err)
 			errs = append(errs, fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, err))
 		default:
 			h.Metrics.action(h.NodeName, "eviction")
 			lost := h.lose(p, f.weight)
-			h.podEvent(p, corev1.EventTypeWarning, ReasonEvicted, "evicted: GPU %s on node %s failed (see the node's %s condition); %.0f GPU-seconds lost",
-				f.gpu, h.NodeName, contract.ConditionGPUHealthy, lost)
+			h.podEvent(p, corev1.EventTypeWarning, ReasonEvicted, "evicted: %s on node %s failed and is out of service; %.0f GPU-seconds lost%s",
+				failedGPU(failure, f.gpu), h.NodeName, lost, requeued(p))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// failedGPU names a failed GPU and its error for the team, who cannot read the
+// host node's GPUHealthy condition: "GPU 3 (GPU-…): XID 79 (GPU has fallen
+// off the bus)".
+func failedGPU(failure map[string]health.Event, uuid string) string {
+	if e, ok := failure[uuid]; ok {
+		return e.String()
+	}
+	return "GPU " + uuid
+}
+
+// requeued says what becomes of a queued pod's quota: Kueue ends the pod's
+// Workload with the pod, and what replaces the pod queues anew.
+func requeued(p *corev1.Pod) string {
+	q := p.Labels[contract.LabelKueueQueueName]
+	if q == "" {
+		return ""
+	}
+	return fmt.Sprintf("; the GPU quota it held in queue %s is released, and a pod created to replace it waits in that queue for admission", q)
 }
 
 // lose adds the GPU time an evicted pod held since it started to its team's

@@ -56,34 +56,7 @@ func agentIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlPl
 // rules, as the chart binds the agent's: a kubeconfig and a client of it.
 func boundIdentity(ctx context.Context, t *testing.T, cp *localcluster.ControlPlane, sa string, rules []rbacv1.PolicyRule) (string, kubernetes.Interface) {
 	t.Helper()
-	const ns = "gpuvc-system"
-	c := cp.Client
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	for _, create := range []func() error{
-		func() error {
-			_, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := c.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa}, Rules: rules}, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: sa},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: sa},
-				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
-			}, metav1.CreateOptions{})
-			return err
-		},
-	} {
-		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	return identity.ServiceAccount(ctx, t, c, cp.Config, ns, sa)
+	return identity.WithClusterRules(ctx, t, cp.Client, cp.Config, "gpuvc-system", sa, rules)
 }
 
 // runAgent runs the agent as `gpuvc agent` does, with the credentials of
