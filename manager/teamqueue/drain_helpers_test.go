@@ -67,7 +67,8 @@ type workloadLife struct {
 	deleted chan struct{}
 }
 
-// followWorkload watches Workload ns/name until it is deleted or ctx ends.
+// followWorkload watches Workload ns/name until it is deleted or ctx ends; each
+// version seen is told with its time since the watch began.
 func followWorkload(ctx context.Context, t *testing.T, ns, name string) *workloadLife {
 	t.Helper()
 	w, err := dc.Resource(teamqueue.GroupVersion.WithResource("workloads")).Namespace(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
@@ -75,6 +76,7 @@ func followWorkload(ctx context.Context, t *testing.T, ns, name string) *workloa
 		t.Fatal(err)
 	}
 	l := &workloadLife{deleted: make(chan struct{})}
+	start := time.Now()
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
@@ -83,7 +85,7 @@ func followWorkload(ctx context.Context, t *testing.T, ns, name string) *workloa
 				continue
 			}
 			l.mu.Lock()
-			l.seen = append(l.seen, string(ev.Type)+" "+workloadConditions(u))
+			l.seen = append(l.seen, fmt.Sprintf("%s at +%v %s finalizers %v", ev.Type, time.Since(start).Round(time.Millisecond), workloadConditions(u), u.GetFinalizers()))
 			l.mu.Unlock()
 			if ev.Type == watch.Deleted {
 				close(l.deleted)
