@@ -22,7 +22,7 @@ func addVirtualNodes(mgr ctrl.Manager, opts Options) error {
 	if opts.Team.SyncRealNodes {
 		return nil
 	}
-	s := &virtualnodes.Syncer{Reader: mgr.GetAPIReader(), Dial: opts.Idle.Dial}
+	s := &virtualnodes.Syncer{Reader: mgr.GetAPIReader(), Cache: mgr.GetClient(), Dial: opts.Idle.Dial}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		s.Run(ctx, VirtualNodesInterval)
 		return nil

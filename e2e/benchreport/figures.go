@@ -58,6 +58,8 @@ var (
 	rssIdle  = base(pkgScale, "BenchmarkScale", "rss-idle-MiB", "idle manager, no team")
 	cpuIdle  = base(pkgScale, "BenchmarkScale", "cpu-idle-%", "idle manager, no team")
 	vcMem    = "BenchmarkVClusterMemory"
+	workers1 = "BenchmarkTeamWorkers/workers=1"
+	workers4 = "BenchmarkTeamWorkers/workers=4"
 
 	utilQueued  = "BenchmarkPoolUtilization/queue=default"
 	utilRefused = "BenchmarkPoolUtilization/queue=0"
@@ -180,6 +182,16 @@ var sections = []section{
 			{What: "restart with every team and pod in place → each Team reconciled, queue empty", Ref: r(pkgScale, "BenchmarkScale", "restart-all-s"), Unit: "s",
 				Versus: base(pkgScale, "BenchmarkScale", "idle-start-s", "manager start → ready, no team")},
 			{What: "manager start → ready, no team", Ref: r(pkgScale, "BenchmarkScale", "idle-start-s"), Unit: "s"},
+		}},
+	{Title: "Teams: a batch at once, by Team workers", Note: "`e2e/scale` `BenchmarkTeamWorkers`: a warm `gpuvc manager` process, a batch of Teams (20; 50 at full scale; " +
+		"1 GPU each) created at once by 8 clients as `gpuvc apply -f teams/` does, once with 1 Team worker and once with 4 (`--team-workers`, default 4); " +
+		"time from the first create until every Team is VClusterReady and Ready (the benchmark writes each kubeconfig Secret as vCluster would).",
+		Figures: []figure{
+			{What: "teams in the batch", Ref: r(pkgScale, workers4, "teams")},
+			{What: "4 workers: first create → every Team VClusterReady", Ref: r(pkgScale, workers4, "all-vcluster-s"), Unit: "s",
+				Versus: base(pkgScale, workers1, "all-vcluster-s", "1 worker")},
+			{What: "4 workers: first create → every Team Ready", Ref: r(pkgScale, workers4, "all-ready-s"), Unit: "s",
+				Versus: base(pkgScale, workers1, "all-ready-s", "1 worker")},
 		}},
 	{Title: "Manager resources at scale", Note: "RSS (VmRSS) and CPU (utime+stime) of the `gpuvc manager` process from /proc, after a 30 s window (65 s with the pods: it holds one accounting sample); " +
 		"CPU in % of one core. Live heap: the Go heap just after a collection (a heap profile with gc=1 from --pprof-bind-address), what the manager's objects hold, " +

@@ -28,14 +28,21 @@ import (
 // teams/` does) against a warm `gpuvc manager` process, once per number of
 // Team workers, and reports the time until every Team's vCluster release is
 // applied with its control plane up (VClusterReady) and until every Team is
-// Ready. BENCH_WORKERS lists the worker counts (e.g. "1,4"); without it the
-// benchmark skips (a 50-team batch with one worker takes minutes, too long for
-// every `make bench`). BENCH_TEAMS sets the batch (default 50),
-// BENCH_MANAGER_FLAGS more manager flags.
+// Ready. BENCH_WORKERS lists the worker counts (e.g. "1,4"); BENCH_TEAMS sets
+// the batch, BENCH_MANAGER_FLAGS more manager flags. `make bench` (which sets
+// BENCH_SCALE) runs 1 and 4 workers on 20 Teams (50 at full scale); a plain
+// go test without BENCH_WORKERS skips it.
 func BenchmarkTeamWorkers(b *testing.B) {
-	list := os.Getenv("BENCH_WORKERS")
+	list, teams := os.Getenv("BENCH_WORKERS"), 50
 	if list == "" {
-		b.Skip("set BENCH_WORKERS (e.g. 1,4) to compare Team worker counts; see docs/benchmarks.md")
+		switch os.Getenv("BENCH_SCALE") {
+		case "small":
+			list, teams = "1,4", 20
+		case "full":
+			list = "1,4"
+		default:
+			b.Skip("set BENCH_WORKERS (e.g. 1,4) to compare Team worker counts; see docs/benchmarks.md")
+		}
 	}
 	var workers []int
 	for _, f := range strings.Split(list, ",") {
@@ -46,7 +53,7 @@ func BenchmarkTeamWorkers(b *testing.B) {
 		workers = append(workers, w)
 	}
 	cp := localcp.ForTest(b)
-	n := envInt(b, "BENCH_TEAMS", 50)
+	n := envInt(b, "BENCH_TEAMS", teams)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
 	dir := b.TempDir()

@@ -20,9 +20,11 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,12 +43,21 @@ const FakeNodeLabel = "vcluster.loft.sh/fake-node"
 
 // Syncer writes the teams' GPU quota into their virtual clusters' nodes.
 type Syncer struct {
-	// Reader reads Teams, host nodes and what connecting to a team's control
-	// plane needs (its kubeconfig Secret, pods, Service), uncached.
+	// Reader reads what connecting to a team's control plane needs (its
+	// kubeconfig Secret, pods, Service), uncached.
 	Reader client.Reader
+	// Cache reads Teams and host nodes: the manager's cache, so a pass that
+	// changes nothing asks the host API server nothing. Nil: Reader.
+	Cache client.Reader
 	// Dial connects to a control-plane pod (nil: a net.Dialer with a 5s
 	// timeout), as manager/teamevents does.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Parallel bounds the teams synced at once (default 8): a team whose
+	// control plane does not answer costs its timeout, not every team's.
+	Parallel int
+
+	once     sync.Once
+	sessions *teamevents.Sessions
 }
 
 // Run syncs every team every interval until ctx ends; the manager runs it on
@@ -56,43 +67,73 @@ func (s *Syncer) Run(ctx context.Context, interval time.Duration) {
 }
 
 // Tick syncs every team once; a team whose control plane does not serve
-// (asleep, starting) is left for the next tick.
+// (asleep, starting) is left for a later tick.
 func (s *Syncer) Tick(ctx context.Context) {
+	s.init()
 	teams := &gpuvcv1.TeamList{}
-	if err := s.Reader.List(ctx, teams); err != nil {
+	if err := s.Cache.List(ctx, teams); err != nil {
 		log.FromContext(ctx).Error(err, "virtual nodes: listing teams")
 		return
 	}
+	live := map[string]bool{}
+	slots := make(chan struct{}, s.Parallel)
+	var wg sync.WaitGroup
 	for i := range teams.Items {
 		t := &teams.Items[i]
-		if !t.DeletionTimestamp.IsZero() {
+		if !t.DeletionTimestamp.IsZero() || asleep(t) {
 			continue
 		}
-		if err := s.SyncTeam(ctx, t); err != nil && ctx.Err() == nil {
-			log.FromContext(ctx).Error(err, "virtual nodes: showing the team its GPUs", "team", t.Name)
-		}
+		live[gpuvcv1.HostNamespace(t.Name)] = true
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			if err := s.SyncTeam(ctx, t); err != nil && ctx.Err() == nil {
+				log.FromContext(ctx).Error(err, "virtual nodes: showing the team its GPUs", "team", t.Name)
+			}
+		})
 	}
+	wg.Wait()
+	// A sleeping team's session would dial a pod that is gone.
+	s.sessions.Keep(func(ns string) bool { return live[ns] })
+}
+
+func (s *Syncer) init() {
+	s.once.Do(func() {
+		if s.Cache == nil {
+			s.Cache = s.Reader
+		}
+		if s.Parallel <= 0 {
+			s.Parallel = 8
+		}
+		s.sessions = teamevents.NewSessions(s.Reader, s.Dial, "gpuvc-manager/virtual-nodes", 2*time.Minute)
+	})
+}
+
+// asleep: the idle policy scaled the team's control plane to zero; looking
+// for it would cost host reads and find nothing.
+func asleep(t *gpuvcv1.Team) bool {
+	return meta.IsStatusConditionTrue(t.Status.Conditions, gpuvcv1.ConditionAsleep)
 }
 
 // SyncTeam writes team t's GPU resources into the fake nodes of its virtual
 // cluster, through a ready control-plane pod (never the Service, which wakes
-// a sleeping cluster).
+// a sleeping cluster). The client is kept for the next pass until a request
+// through it fails.
 func (s *Syncer) SyncTeam(ctx context.Context, t *gpuvcv1.Team) error {
-	dial := s.Dial
-	if dial == nil {
-		dial = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
-	}
+	s.init()
 	ns := gpuvcv1.HostNamespace(t.Name)
-	cfg, err := teamevents.TeamConfig(ctx, s.Reader, dial, ns, gpuvcv1.ReleaseName(t))
-	if err != nil || cfg == nil {
+	vc, err := s.sessions.Client(ctx, ns, gpuvcv1.ReleaseName(t))
+	if err != nil || vc == nil {
 		return client.IgnoreNotFound(err)
 	}
-	cfg.UserAgent = "gpuvc-manager/virtual-nodes"
-	cfg.Timeout = 10 * time.Second
-	vc, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
+	if err := s.syncNodes(ctx, t, vc); err != nil {
+		s.sessions.Failed(ns)
 		return err
 	}
+	return nil
+}
+
+func (s *Syncer) syncNodes(ctx context.Context, t *gpuvcv1.Team, vc kubernetes.Interface) error {
 	nodes, err := vc.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: FakeNodeLabel + "=true"})
 	if err != nil {
 		return fmt.Errorf("listing the nodes of team %s's virtual cluster: %w", t.Name, err)
@@ -100,7 +141,7 @@ func (s *Syncer) SyncTeam(ctx context.Context, t *gpuvcv1.Team) error {
 	for i := range nodes.Items {
 		v := &nodes.Items[i]
 		host := &corev1.Node{}
-		if err := s.Reader.Get(ctx, types.NamespacedName{Name: v.Name}, host); err != nil {
+		if err := s.Cache.Get(ctx, types.NamespacedName{Name: v.Name}, host); err != nil {
 			if client.IgnoreNotFound(err) == nil {
 				continue // vCluster removes the fake node soon
 			}
