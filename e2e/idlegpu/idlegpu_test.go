@@ -62,7 +62,7 @@ func TestManagerActsOnIdleGPUPods(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, mgr.Stop()) })
 
 	for team, action := range map[string]string{"idle-evict": gpuvcv1.IdleActionEvict, "idle-notify": gpuvcv1.IdleActionNotify} {
-		createTeamWithGPUPods(ctx, t, testobj.Team(team, "a100").GPUs(2).IdleGPUPods(after, action, 5).Obj())
+		createTeamWithGPUPods(ctx, t, testobj.Team(team, "a100").GPUs(2).IdleGPUPods(after, action, 5).Obj(), "idle", "busy")
 	}
 
 	// Each look of the manager (one scrape of the agent) happens a minute later
@@ -110,9 +110,9 @@ func TestManagerActsOnIdleGPUPods(t *testing.T) {
 
 // createTeamWithGPUPods creates tm (deleted, and waited for, when the test
 // ends, before the manager stops: its finalizer is the manager's) and, once the
-// manager has provisioned its namespace and the webhook admits them, pods idle
-// and busy with a GPU each, running on a kwok node.
-func createTeamWithGPUPods(ctx context.Context, t *testing.T, tm *gpuvcv1.Team) {
+// manager has provisioned its namespace and the webhook admits them, the named
+// pods with a GPU each, running on a kwok node.
+func createTeamWithGPUPods(ctx context.Context, t *testing.T, tm *gpuvcv1.Team, pods ...string) {
 	t.Helper()
 	require.NoError(t, c.Create(ctx, tm))
 	t.Cleanup(func() {
@@ -125,13 +125,19 @@ func createTeamWithGPUPods(ctx context.Context, t *testing.T, tm *gpuvcv1.Team) 
 		})
 	})
 	ns := gpuvcv1.HostNamespace(tm.Name)
-	for _, name := range []string{"idle", "busy"} {
-		poll.UntilSeen(ctx, t, 2*time.Minute, "pod "+ns+"/"+name+" admitted", func(ctx context.Context) (bool, string, error) {
-			err := c.Create(ctx, testobj.Pod(name, ns).GPUs("1").InPool("a100").Obj())
-			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err), nil
-		})
-		poll.Pod(ctx, t, cs, ns, name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	for _, name := range pods {
+		runPod(ctx, t, testobj.Pod(name, ns).GPUs("1").InPool("a100").Obj())
 	}
+}
+
+// runPod creates p once the webhook admits it and waits until it runs.
+func runPod(ctx context.Context, t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	poll.UntilSeen(ctx, t, 2*time.Minute, "pod "+p.Namespace+"/"+p.Name+" admitted", func(ctx context.Context) (bool, string, error) {
+		err := c.Create(ctx, p.DeepCopy())
+		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err), nil
+	})
+	poll.Pod(ctx, t, cs, p.Namespace, p.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 }
 
 func gone(ctx context.Context, ns, name string) (bool, error) {

@@ -43,7 +43,7 @@ func (u *utilization) PodGPUUtilization(_ context.Context, ns, name string) (flo
 
 func gpuPodTeam(ctx context.Context, t *testing.T, team, action string) string {
 	t.Helper()
-	tm := testobj.Team(team, "a100").GPUs(8).IdleGPUPods(10*time.Minute, action, 5).Obj()
+	tm := testobj.Team(team, "a100").GPUs(8).SleepAfter(time.Hour).IdleGPUPods(10*time.Minute, action, 5).Obj()
 	require.NoError(t, c.Create(ctx, tm))
 	require.NoError(t, c.Create(ctx, testobj.TeamNamespace(team, "a100")))
 	ns := gpuvcv1.HostNamespace(team)

@@ -30,9 +30,12 @@ func (s *Sleeper) handleRequest(ctx context.Context, t *gpuvcv1.Team, v vcluster
 		err = s.sleepNow(ctx, t, v, st, sleepAfter)
 	case contract.IdleRequestWake:
 		err = s.wakeNow(ctx, t, v, st)
+	case contract.IdleRequestSleepIdleGPUs:
+		err = s.sleepIdleTeam(ctx, t, v, st, sleepAfter)
 	default:
 		s.hostEvent(t, corev1.EventTypeWarning, "UnknownIdleRequest", "Request",
-			fmt.Sprintf("annotation %s=%q: want %s or %s; ignored", contract.AnnotationIdleRequest, req, contract.IdleRequestSleep, contract.IdleRequestWake))
+			fmt.Sprintf("annotation %s=%q: want %s or %s (or the manager's own %s); ignored", contract.AnnotationIdleRequest, req,
+				contract.IdleRequestSleep, contract.IdleRequestWake, contract.IdleRequestSleepIdleGPUs))
 	}
 	if err != nil {
 		return true, err
