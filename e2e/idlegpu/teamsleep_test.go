@@ -12,19 +12,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
-	"github.com/gpuvc/gpuvc/e2e/testsupport/fakeagent"
-	"github.com/gpuvc/gpuvc/e2e/testsupport/managertest"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/poll"
 	"github.com/gpuvc/gpuvc/e2e/testsupport/testobj"
-	"github.com/gpuvc/gpuvc/gpu/nodeagent"
-	"github.com/gpuvc/gpuvc/gpu/usage"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
-	"github.com/gpuvc/gpuvc/manager"
 	"github.com/gpuvc/gpuvc/manager/idle"
 )
 
@@ -39,33 +33,15 @@ import (
 func TestManagerSleepsAWholeIdleTeam(t *testing.T) {
 	ctx := integration(t)
 	sleepNS, awakeNS := gpuvcv1.HostNamespace("idle-sleep"), gpuvcv1.HostNamespace("idle-awake")
-	pct := fakeagent.Percent
-	agent := fakeagent.Serve(t, "gpu-1", []usage.Sample{
-		{UUID: "GPU-0", GPU: 0, UtilizationPercent: pct(0), MemoryTotalBytes: 80 << 30},
-		{UUID: "GPU-1", GPU: 1, UtilizationPercent: pct(3), MemoryTotalBytes: 80 << 30},
-		{UUID: "GPU-2", GPU: 2, UtilizationPercent: pct(0), MemoryTotalBytes: 80 << 30},
-		{UUID: "GPU-3", GPU: 3, UtilizationPercent: pct(70), MemoryTotalBytes: 80 << 30},
-	}, map[string]nodeagent.DeviceOwner{
-		"GPU-0": {Namespace: sleepNS, Pod: "train", Container: "main", Resource: "nvidia.com/gpu"},
-		"GPU-1": {Namespace: sleepNS, Pod: "notebook", Container: "main", Resource: "nvidia.com/gpu"},
-		"GPU-2": {Namespace: awakeNS, Pod: "idle", Container: "main", Resource: "nvidia.com/gpu"},
-		"GPU-3": {Namespace: awakeNS, Pod: "busy", Container: "main", Resource: "nvidia.com/gpu"},
-	})
+	agent := serveAgent(t, []gpuOf{{sleepNS, "train", 0}, {sleepNS, "notebook", 3}, {awakeNS, "idle", 0}, {awakeNS, "busy", 70}})
 	const agentNamespace = "gpuvc-agents-sleep" // not TestManagerActsOnIdleGPUPods's, which may still be terminating
 	agent.RecordPod(ctx, t, c, agentNamespace)
-
 	ports, err := localcluster.FreePorts(1)
 	require.NoError(t, err)
-	clk := clocktesting.NewFakeClock(time.Now())
-	mgr, err := managertest.StartWith(ctx, cp, managertest.Options{
-		Idle: idle.Options{Clock: clk, Interval: 250 * time.Millisecond, RouteSettle: 100 * time.Millisecond,
-			// The API server refuses a loopback address in an EndpointSlice: the
-			// waker's slice names a documentation address; nothing connects to it here.
-			WakerIP: "192.0.2.10", ListenHost: "127.0.0.1", Ports: idle.PortRange{First: int32(ports[0]), Last: int32(ports[0])}},
-		AgentMetrics: manager.AgentMetrics{Port: agent.Port, Namespace: agentNamespace},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, mgr.Stop()) })
+	clk := startManager(ctx, t, agent, agentNamespace, idle.Options{RouteSettle: 100 * time.Millisecond,
+		// The API server refuses a loopback address in an EndpointSlice: the
+		// waker's slice names a documentation address; nothing connects to it here.
+		WakerIP: "192.0.2.10", ListenHost: "127.0.0.1", Ports: idle.PortRange{First: int32(ports[0]), Last: int32(ports[0])}})
 
 	sleepy := func(name string) *gpuvcv1.Team {
 		return testobj.Team(name, "a100").GPUs(2).SleepAfter(12*time.Hour).IdleGPUPods(after, gpuvcv1.IdleActionSleep, 5).Obj()
@@ -116,14 +92,7 @@ func TestManagerSleepsAWholeIdleTeam(t *testing.T) {
 
 	// The team with a busy GPU pod: its idle pod was told (it reached `after`
 	// with the other team's), then two more looks a minute apart; nothing sleeps.
-	for range 2 {
-		before := agent.Scrapes()
-		poll.UntilSeen(ctx, t, time.Minute, "another look of the manager", func(context.Context) (bool, string, error) {
-			n := agent.Scrapes()
-			return n > before+1, fmt.Sprintf("%d scrapes", n), nil
-		})
-		clk.Step(time.Minute)
-	}
+	twoMoreLooks(ctx, t, agent, clk)
 	ev := gpuIdleEvents(ctx, t, awakeNS, "idle")
 	require.Len(t, ev, 1, "one GPUIdle notice on %s/idle", awakeNS)
 	t.Logf("%s/idle: %s %q", awakeNS, ev[0].Type, ev[0].Message)

@@ -6,13 +6,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/events"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	gpuvcv1 "github.com/gpuvc/gpuvc/api/v1alpha1"
-	"github.com/gpuvc/gpuvc/manager/idle"
 )
 
 // TestIdleGPUPodsSleepTheWholeTeam: with action Sleep the reaper asks the idle
@@ -23,12 +20,7 @@ import (
 func TestIdleGPUPodsSleepTheWholeTeam(t *testing.T) {
 	ctx := integration(t)
 	ns := gpuPodTeam(ctx, t, "gpuidle-sleep", gpuvcv1.IdleActionSleep)
-	util := &utilization{percent: map[string]float64{}}
-	util.set(ns, "idle", 3)
-	util.set(ns, "busy", 80)
-	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
-	rec := events.NewFakeRecorder(20)
-	r := idle.NewGPUPodReaper(c, c, rec, util, clk)
+	util, r, clk, rec := reaperOfIdleAndBusy(ns)
 	request := func() string {
 		tm := &gpuvcv1.Team{}
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "gpuidle-sleep"}, tm))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -34,17 +33,8 @@ func (s *Sleeper) sleepIdleTeam(ctx context.Context, t *gpuvcv1.Team, v vcluster
 	}
 	why := fmt.Sprintf("every GPU pod of the team stayed at or below %d%% GPU utilization for %v (spec.idle.gpuPods.action Sleep)", g.MaxUtilizationPercent, g.After.Duration)
 	if !st.asleep() {
-		l, err := s.listen(v, 0)
-		if err != nil {
+		if err := s.routeAndSettle(ctx, v); err != nil {
 			return err
-		}
-		if err := s.route(ctx, v, l.port); err != nil {
-			return err
-		}
-		select { // kube-proxy programs the waker's endpoint meanwhile
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(s.opts.RouteSettle):
 		}
 		s.tellTeamAsleep(ctx, t, why+"; its pods are evicted so their GPUs go back to the quota")
 		if err := s.sleep(ctx, v); err != nil {
