@@ -20,9 +20,12 @@ const (
 
 // AnnotationIdleRequest, on a Team, asks the manager to put its vCluster to sleep
 // now (IdleRequestSleep) or wake it (IdleRequestWake): `gpuvc team sleep|wake`.
-// The manager removes it once it has acted.
+// The manager removes it once it has acted. IdleRequestSleepIdleGPUs is the
+// manager's own (spec.idle.gpuPods.action Sleep: every GPU pod of the team
+// idle): the vCluster sleeps and the team's pods are evicted, running or not.
 const (
-	AnnotationIdleRequest = "gpuvc.dev/idle-request"
-	IdleRequestSleep      = "sleep"
-	IdleRequestWake       = "wake"
+	AnnotationIdleRequest    = "gpuvc.dev/idle-request"
+	IdleRequestSleep         = "sleep"
+	IdleRequestWake          = "wake"
+	IdleRequestSleepIdleGPUs = "sleep-idle-gpus"
 )

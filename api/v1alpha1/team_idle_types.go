@@ -7,6 +7,7 @@ import (
 )
 
 // Idle is what the manager does with what a team leaves unused.
+// +kubebuilder:validation:XValidation:rule="!has(self.gpuPods) || !has(self.gpuPods.action) || self.gpuPods.action != 'Sleep' || has(self.vcluster)",message="spec.idle.gpuPods.action: Sleep puts the team's vCluster to sleep and needs spec.idle.vcluster (its next connection wakes it); set spec.idle.vcluster.sleepAfter (e.g. 30m) or use action Evict"
 type Idle struct {
 	// VCluster puts the team's virtual cluster to sleep when nobody uses it: its
 	// control plane is scaled to zero and wakes on the next connection to the
@@ -39,10 +40,13 @@ type GPUPodIdle struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m') && duration(self) <= duration('720h')",messageExpression="'spec.idle.gpuPods.after: ' + self + ' is out of range; use a duration between 5m and 720h, e.g. 1h'"
 	After metav1.Duration `json:"after"`
 
-	// Action: Notify (an event on the pod, which the team sees) or Evict (the
-	// event, then the pod is evicted so its GPUs go back to the quota).
+	// Action: Notify (an event on the pod, which the team sees), Evict (the
+	// event, then the pod is evicted so its GPUs go back to the quota) or Sleep
+	// (the whole team: once every GPU pod of the team has been idle for After,
+	// the team's pods are evicted and its vCluster is put to sleep at once;
+	// until then an idle pod is only notified). Sleep needs spec.idle.vcluster.
 	// +kubebuilder:default=Notify
-	// +kubebuilder:validation:Enum=Notify;Evict
+	// +kubebuilder:validation:Enum=Notify;Evict;Sleep
 	// +optional
 	Action string `json:"action,omitempty"`
 
@@ -58,6 +62,8 @@ type GPUPodIdle struct {
 const (
 	IdleActionNotify = "Notify"
 	IdleActionEvict  = "Evict"
+	// IdleActionSleep acts on the whole team: see GPUPodIdle.Action.
+	IdleActionSleep = "Sleep"
 )
 
 // ConditionAsleep is True while the team's vCluster control plane is scaled to

@@ -21,8 +21,13 @@ func validateIdle(p *field.Path, idle *Idle) field.ErrorList {
 		errs = append(errs, validateIdleDuration(gp.Child("after"), g.After.Duration, "1h")...)
 		switch g.Action {
 		case "", IdleActionNotify, IdleActionEvict:
+		case IdleActionSleep:
+			if idle.VCluster == nil {
+				errs = append(errs, field.Invalid(gp.Child("action"), g.Action,
+					"Sleep puts the team's vCluster to sleep and needs spec.idle.vcluster (its next connection wakes it); set spec.idle.vcluster.sleepAfter (e.g. 30m) or use action Evict"))
+			}
 		default:
-			errs = append(errs, field.NotSupported(gp.Child("action"), g.Action, []string{IdleActionNotify, IdleActionEvict}))
+			errs = append(errs, field.NotSupported(gp.Child("action"), g.Action, []string{IdleActionNotify, IdleActionEvict, IdleActionSleep}))
 		}
 		if n := g.MaxUtilizationPercent; n < 0 || n > 100 {
 			errs = append(errs, field.Invalid(gp.Child("maxUtilizationPercent"), n, "must be between 0 and 100"))

@@ -39,30 +39,12 @@ const (
 func TestManagerActsOnIdleGPUPods(t *testing.T) {
 	ctx := integration(t)
 	evictNS, notifyNS := gpuvcv1.HostNamespace("idle-evict"), gpuvcv1.HostNamespace("idle-notify")
-	pct := fakeagent.Percent
-	agent := fakeagent.Serve(t, "gpu-1", []usage.Sample{
-		{UUID: "GPU-0", GPU: 0, UtilizationPercent: pct(0), MemoryTotalBytes: 80 << 30},
-		{UUID: "GPU-1", GPU: 1, UtilizationPercent: pct(90), MemoryTotalBytes: 80 << 30},
-		{UUID: "GPU-2", GPU: 2, UtilizationPercent: pct(0), MemoryTotalBytes: 80 << 30},
-		{UUID: "GPU-3", GPU: 3, UtilizationPercent: pct(60), MemoryTotalBytes: 80 << 30},
-	}, map[string]nodeagent.DeviceOwner{
-		"GPU-0": {Namespace: evictNS, Pod: "idle", Container: "main", Resource: "nvidia.com/gpu"},
-		"GPU-1": {Namespace: evictNS, Pod: "busy", Container: "main", Resource: "nvidia.com/gpu"},
-		"GPU-2": {Namespace: notifyNS, Pod: "idle", Container: "main", Resource: "nvidia.com/gpu"},
-		"GPU-3": {Namespace: notifyNS, Pod: "busy", Container: "main", Resource: "nvidia.com/gpu"},
-	})
+	agent := serveAgent(t, []gpuOf{{evictNS, "idle", 0}, {evictNS, "busy", 90}, {notifyNS, "idle", 0}, {notifyNS, "busy", 60}})
 	agent.RecordPod(ctx, t, c, agentNS)
-
-	clk := clocktesting.NewFakeClock(time.Now())
-	mgr, err := managertest.StartWith(ctx, cp, managertest.Options{
-		Idle:         idle.Options{Clock: clk, Interval: 250 * time.Millisecond},
-		AgentMetrics: manager.AgentMetrics{Port: agent.Port, Namespace: agentNS},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, mgr.Stop()) })
+	clk := startManager(ctx, t, agent, agentNS, idle.Options{})
 
 	for team, action := range map[string]string{"idle-evict": gpuvcv1.IdleActionEvict, "idle-notify": gpuvcv1.IdleActionNotify} {
-		createTeamWithGPUPods(ctx, t, testobj.Team(team, "a100").GPUs(2).IdleGPUPods(after, action, 5).Obj())
+		createTeamWithGPUPods(ctx, t, testobj.Team(team, "a100").GPUs(2).IdleGPUPods(after, action, 5).Obj(), "idle", "busy")
 	}
 
 	// Each look of the manager (one scrape of the agent) happens a minute later
@@ -93,6 +75,54 @@ func TestManagerActsOnIdleGPUPods(t *testing.T) {
 	require.Nil(t, p.DeletionTimestamp, "Notify must leave the idle pod running")
 
 	// Two more looks, a minute apart each: the busy pods stay, untouched.
+	twoMoreLooks(ctx, t, agent, clk)
+	for _, ns := range []string{evictNS, notifyNS} {
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "busy"}, p))
+		require.Nil(t, p.DeletionTimestamp, "busy pod %s/busy was touched", ns)
+		require.Empty(t, gpuIdleEvents(ctx, t, ns, "busy"), "GPUIdle on busy pod %s/busy", ns)
+	}
+}
+
+// gpuOf is one GPU of the fake agent: the pod the kubelet gave it and its utilization.
+type gpuOf struct {
+	namespace, pod string
+	percent        float64
+}
+
+// serveAgent serves the agent's own collector on node gpu-1 with one 80 GB GPU
+// per entry, GPU-<i>, owned by its pod.
+func serveAgent(t *testing.T, gpus []gpuOf) *fakeagent.Agent {
+	t.Helper()
+	samples := make([]usage.Sample, len(gpus))
+	owners := map[string]nodeagent.DeviceOwner{}
+	for i, g := range gpus {
+		uuid := fmt.Sprintf("GPU-%d", i)
+		samples[i] = usage.Sample{UUID: uuid, GPU: i, UtilizationPercent: fakeagent.Percent(g.percent), MemoryTotalBytes: 80 << 30}
+		owners[uuid] = nodeagent.DeviceOwner{Namespace: g.namespace, Pod: g.pod, Container: "main", Resource: "nvidia.com/gpu"}
+	}
+	return fakeagent.Serve(t, "gpu-1", samples, owners)
+}
+
+// startManager runs the manager (stopped when the test ends) scraping agent's
+// pod in agentNamespace, its idle policy on a fake clock it returns, looking
+// every 250 ms; opts adds to those.
+func startManager(ctx context.Context, t *testing.T, agent *fakeagent.Agent, agentNamespace string, opts idle.Options) *clocktesting.FakeClock {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Now())
+	opts.Clock, opts.Interval = clk, 250*time.Millisecond
+	mgr, err := managertest.StartWith(ctx, cp, managertest.Options{
+		Idle:         opts,
+		AgentMetrics: manager.AgentMetrics{Port: agent.Port, Namespace: agentNamespace},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, mgr.Stop()) })
+	return clk
+}
+
+// twoMoreLooks waits for two more looks of the manager, moving its idle clock a
+// minute after each.
+func twoMoreLooks(ctx context.Context, t *testing.T, agent *fakeagent.Agent, clk *clocktesting.FakeClock) {
+	t.Helper()
 	for range 2 {
 		before := agent.Scrapes()
 		poll.UntilSeen(ctx, t, time.Minute, "another look of the manager", func(context.Context) (bool, string, error) {
@@ -101,18 +131,13 @@ func TestManagerActsOnIdleGPUPods(t *testing.T) {
 		})
 		clk.Step(time.Minute)
 	}
-	for _, ns := range []string{evictNS, notifyNS} {
-		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "busy"}, p))
-		require.Nil(t, p.DeletionTimestamp, "busy pod %s/busy was touched", ns)
-		require.Empty(t, gpuIdleEvents(ctx, t, ns, "busy"), "GPUIdle on busy pod %s/busy", ns)
-	}
 }
 
 // createTeamWithGPUPods creates tm (deleted, and waited for, when the test
 // ends, before the manager stops: its finalizer is the manager's) and, once the
-// manager has provisioned its namespace and the webhook admits them, pods idle
-// and busy with a GPU each, running on a kwok node.
-func createTeamWithGPUPods(ctx context.Context, t *testing.T, tm *gpuvcv1.Team) {
+// manager has provisioned its namespace and the webhook admits them, the named
+// pods with a GPU each, running on a kwok node.
+func createTeamWithGPUPods(ctx context.Context, t *testing.T, tm *gpuvcv1.Team, pods ...string) {
 	t.Helper()
 	require.NoError(t, c.Create(ctx, tm))
 	t.Cleanup(func() {
@@ -125,13 +150,19 @@ func createTeamWithGPUPods(ctx context.Context, t *testing.T, tm *gpuvcv1.Team) 
 		})
 	})
 	ns := gpuvcv1.HostNamespace(tm.Name)
-	for _, name := range []string{"idle", "busy"} {
-		poll.UntilSeen(ctx, t, 2*time.Minute, "pod "+ns+"/"+name+" admitted", func(ctx context.Context) (bool, string, error) {
-			err := c.Create(ctx, testobj.Pod(name, ns).GPUs("1").InPool("a100").Obj())
-			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err), nil
-		})
-		poll.Pod(ctx, t, cs, ns, name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	for _, name := range pods {
+		runPod(ctx, t, testobj.Pod(name, ns).GPUs("1").InPool("a100").Obj())
 	}
+}
+
+// runPod creates p once the webhook admits it and waits until it runs.
+func runPod(ctx context.Context, t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	poll.UntilSeen(ctx, t, 2*time.Minute, "pod "+p.Namespace+"/"+p.Name+" admitted", func(ctx context.Context) (bool, string, error) {
+		err := c.Create(ctx, p.DeepCopy())
+		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err), nil
+	})
+	poll.Pod(ctx, t, cs, p.Namespace, p.Name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 }
 
 func gone(ctx context.Context, ns, name string) (bool, error) {

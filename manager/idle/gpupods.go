@@ -44,6 +44,8 @@ type GPUPodReaper struct {
 	mu        sync.Mutex
 	idleSince map[types.UID]time.Time
 	acted     map[types.UID]bool
+	// teamAsked: teams (action Sleep) asked to sleep in their current idle spell.
+	teamAsked map[types.UID]bool
 }
 
 // NewGPUPodReaper returns a reaper reading utilization from util.
@@ -52,7 +54,7 @@ func NewGPUPodReaper(c client.Client, reader client.Reader, recorder events.Even
 		clk = clock.RealClock{}
 	}
 	return &GPUPodReaper{client: c, reader: reader, recorder: recorder, util: util, clock: clk,
-		idleSince: map[types.UID]time.Time{}, acted: map[types.UID]bool{}}
+		idleSince: map[types.UID]time.Time{}, acted: map[types.UID]bool{}, teamAsked: map[types.UID]bool{}}
 }
 
 // Run ticks every interval until ctx ends; the manager runs it on the leader.
@@ -67,12 +69,13 @@ func (r *GPUPodReaper) Tick(ctx context.Context) {
 		log.FromContext(ctx).Error(err, "idle GPU pods: listing teams")
 		return
 	}
-	seen := map[types.UID]bool{}
+	seen, sleepers := map[types.UID]bool{}, map[types.UID]bool{}
 	for i := range teams.Items {
 		t := &teams.Items[i]
 		if t.Spec.Idle == nil || t.Spec.Idle.GPUPods == nil || !t.DeletionTimestamp.IsZero() {
 			continue
 		}
+		sleepers[t.UID] = t.Spec.Idle.GPUPods.Action == gpuvcv1.IdleActionSleep
 		if err := r.tickTeam(ctx, t, seen); err != nil && ctx.Err() == nil {
 			log.FromContext(ctx).Error(err, "idle GPU pods", "team", t.Name)
 		}
@@ -85,6 +88,11 @@ func (r *GPUPodReaper) Tick(ctx context.Context) {
 			delete(r.acted, uid)
 		}
 	}
+	for uid := range r.teamAsked {
+		if !sleepers[uid] {
+			delete(r.teamAsked, uid)
+		}
+	}
 }
 
 func (r *GPUPodReaper) tickTeam(ctx context.Context, t *gpuvcv1.Team, seen map[types.UID]bool) error {
@@ -94,14 +102,20 @@ func (r *GPUPodReaper) tickTeam(ctx context.Context, t *gpuvcv1.Team, seen map[t
 		return err
 	}
 	now := r.clock.Now()
+	var looks []podLook
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || !holdsGPU(p) {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !holdsGPU(p) {
+			continue
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			looks = append(looks, podLook{pod: p, state: podStarting})
 			continue
 		}
 		percent, known, err := r.utilizationOf(ctx, p)
 		if err != nil || !known {
-			continue // unknown is not idle
+			looks = append(looks, podLook{pod: p, state: podUnknown}) // unknown is not idle
+			continue
 		}
 		seen[p.UID] = true
 		r.mu.Lock()
@@ -109,6 +123,7 @@ func (r *GPUPodReaper) tickTeam(ctx context.Context, t *gpuvcv1.Team, seen map[t
 			delete(r.idleSince, p.UID)
 			delete(r.acted, p.UID)
 			r.mu.Unlock()
+			looks = append(looks, podLook{pod: p, state: podBusy, percent: percent})
 			continue
 		}
 		since, ok := r.idleSince[p.UID]
@@ -116,15 +131,25 @@ func (r *GPUPodReaper) tickTeam(ctx context.Context, t *gpuvcv1.Team, seen map[t
 			since = now
 			r.idleSince[p.UID] = now
 		}
-		due := now.Sub(since) >= policy.After.Duration && !r.acted[p.UID]
-		if due {
-			r.acted[p.UID] = true
-		}
+		look := podLook{pod: p, state: podIdle, percent: percent, idleFor: now.Sub(since)}
+		look.due = look.idleFor >= policy.After.Duration && !r.acted[p.UID]
 		r.mu.Unlock()
-		if due {
-			if err := r.act(ctx, p, policy, now.Sub(since), percent); err != nil {
-				return err
-			}
+		looks = append(looks, look)
+	}
+	if policy.Action == gpuvcv1.IdleActionSleep {
+		if done, err := r.sleepIfWholeTeamIdle(ctx, t, looks); done || err != nil {
+			return err
+		}
+	}
+	for _, l := range looks {
+		if !l.due {
+			continue
+		}
+		r.mu.Lock()
+		r.acted[l.pod.UID] = true
+		r.mu.Unlock()
+		if err := r.act(ctx, l.pod, policy, l.idleFor, l.percent, looks); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -144,20 +169,32 @@ func (r *GPUPodReaper) utilizationOf(ctx context.Context, p *corev1.Pod) (float6
 	return r.util.PodGPUUtilization(ctx, p.Namespace, name)
 }
 
-func (r *GPUPodReaper) act(ctx context.Context, p *corev1.Pod, policy *gpuvcv1.GPUPodIdle, idleFor time.Duration, percent float64) error {
-	what := "the pod's GPUs have"
-	if g := p.Labels[contract.LabelShareGroup]; p.Annotations[contract.AnnotationShareUnits] != "" && g != "" {
-		what = fmt.Sprintf("the shared GPU (held by reservation pod %s, for every share on it) has", g)
-	}
-	msg := fmt.Sprintf("%s been at or below %d%% utilization (now %.0f%%) for %v (team policy spec.idle.gpuPods.after %v)",
-		what, policy.MaxUtilizationPercent, percent, idleFor.Round(time.Second), policy.After.Duration)
-	if policy.Action != gpuvcv1.IdleActionEvict {
+func (r *GPUPodReaper) act(ctx context.Context, p *corev1.Pod, policy *gpuvcv1.GPUPodIdle, idleFor time.Duration, percent float64, team []podLook) error {
+	msg := idleMessage(p, policy, idleFor, percent)
+	switch policy.Action {
+	case gpuvcv1.IdleActionSleep:
+		_, why := wholeTeamIdle(team, policy.After.Duration)
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, "GPUIdle", "Notify",
+			"%s; it keeps running: with action Sleep the team's pods are evicted and its vCluster put to sleep only once every GPU pod of the team is idle, and %s", msg, why)
+		return nil
+	case gpuvcv1.IdleActionEvict:
+	default:
 		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, "GPUIdle", "Notify", "%s; it keeps running (action Notify)", msg)
 		return nil
 	}
 	r.recorder.Eventf(p, nil, corev1.EventTypeWarning, "GPUIdle", "Evict", "%s; evicting it to return its GPUs to the team's quota (action Evict)", msg)
 	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 	return client.IgnoreNotFound(r.client.SubResource("eviction").Create(ctx, p, ev))
+}
+
+// idleMessage says what was idle, how long, against which policy.
+func idleMessage(p *corev1.Pod, policy *gpuvcv1.GPUPodIdle, idleFor time.Duration, percent float64) string {
+	what := "the pod's GPUs have"
+	if g := p.Labels[contract.LabelShareGroup]; p.Annotations[contract.AnnotationShareUnits] != "" && g != "" {
+		what = fmt.Sprintf("the shared GPU (held by reservation pod %s, for every share on it) has", g)
+	}
+	return fmt.Sprintf("%s been at or below %d%% utilization (now %.0f%%) for %v (team policy spec.idle.gpuPods.after %v)",
+		what, policy.MaxUtilizationPercent, percent, idleFor.Round(time.Second), policy.After.Duration)
 }
 
 // holdsGPU: a workload pod with a GPU or MIG request, or a fractional share;

@@ -43,7 +43,7 @@ func (u *utilization) PodGPUUtilization(_ context.Context, ns, name string) (flo
 
 func gpuPodTeam(ctx context.Context, t *testing.T, team, action string) string {
 	t.Helper()
-	tm := testobj.Team(team, "a100").GPUs(8).IdleGPUPods(10*time.Minute, action, 5).Obj()
+	tm := testobj.Team(team, "a100").GPUs(8).SleepAfter(time.Hour).IdleGPUPods(10*time.Minute, action, 5).Obj()
 	require.NoError(t, c.Create(ctx, tm))
 	require.NoError(t, c.Create(ctx, testobj.TeamNamespace(team, "a100")))
 	ns := gpuvcv1.HostNamespace(team)
@@ -62,6 +62,17 @@ func gpuPodTeam(ctx context.Context, t *testing.T, team, action string) string {
 		})
 	}
 	return ns
+}
+
+// reaperOfIdleAndBusy is a reaper on a fake clock and recorder whose agent
+// reports ns/idle at 3 % and ns/busy at 80 %, the pods of gpuPodTeam.
+func reaperOfIdleAndBusy(ns string) (*utilization, *idle.GPUPodReaper, *clocktesting.FakeClock, *events.FakeRecorder) {
+	util := &utilization{percent: map[string]float64{}}
+	util.set(ns, "idle", 3)
+	util.set(ns, "busy", 80)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	rec := events.NewFakeRecorder(20)
+	return util, idle.NewGPUPodReaper(c, c, rec, util, clk), clk, rec
 }
 
 // reapAfterTenMinutes ticks r at 0 and 9 minutes, when it must not act (the
@@ -99,12 +110,7 @@ func TestIdleGPUPods(t *testing.T) {
 			ctx := integration(t)
 			team := "gpuidle-" + strings.ToLower(action)
 			ns := gpuPodTeam(ctx, t, team, action)
-			util := &utilization{percent: map[string]float64{}}
-			util.set(ns, "idle", 3)
-			util.set(ns, "busy", 80)
-			clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
-			rec := events.NewFakeRecorder(20)
-			r := idle.NewGPUPodReaper(c, c, rec, util, clk)
+			_, r, clk, rec := reaperOfIdleAndBusy(ns)
 
 			got := reapAfterTenMinutes(ctx, t, r, clk, rec)
 			require.Len(t, got, 1, "one event, for the idle pod only: %v", got)

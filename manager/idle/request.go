@@ -30,9 +30,12 @@ func (s *Sleeper) handleRequest(ctx context.Context, t *gpuvcv1.Team, v vcluster
 		err = s.sleepNow(ctx, t, v, st, sleepAfter)
 	case contract.IdleRequestWake:
 		err = s.wakeNow(ctx, t, v, st)
+	case contract.IdleRequestSleepIdleGPUs:
+		err = s.sleepIdleTeam(ctx, t, v, st, sleepAfter)
 	default:
 		s.hostEvent(t, corev1.EventTypeWarning, "UnknownIdleRequest", "Request",
-			fmt.Sprintf("annotation %s=%q: want %s or %s; ignored", contract.AnnotationIdleRequest, req, contract.IdleRequestSleep, contract.IdleRequestWake))
+			fmt.Sprintf("annotation %s=%q: want %s or %s (or the manager's own %s); ignored", contract.AnnotationIdleRequest, req,
+				contract.IdleRequestSleep, contract.IdleRequestWake, contract.IdleRequestSleepIdleGPUs))
 	}
 	if err != nil {
 		return true, err
@@ -60,17 +63,8 @@ func (s *Sleeper) sleepNow(ctx context.Context, t *gpuvcv1.Team, v vcluster, st 
 	case st.asleep():
 		return nil
 	}
-	l, err := s.listen(v, 0)
-	if err != nil {
+	if err := s.routeAndSettle(ctx, v); err != nil {
 		return err
-	}
-	if err := s.route(ctx, v, l.port); err != nil {
-		return err
-	}
-	select { // kube-proxy programs the waker's endpoint meanwhile
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(s.opts.RouteSettle):
 	}
 	msg := "put to sleep on request (gpuvc team sleep); the next connection to the team's API address wakes it"
 	s.tellTeamAsleep(ctx, t, "put to sleep on request of the platform (gpuvc team sleep)")
@@ -79,6 +73,25 @@ func (s *Sleeper) sleepNow(ctx context.Context, t *gpuvcv1.Team, v vcluster, st 
 	}
 	s.hostEvent(t, corev1.EventTypeNormal, "Asleep", "Sleep", "vCluster control plane scaled to zero: "+msg)
 	return s.setCondition(ctx, t, true, gpuvcv1.ReasonAsleep, msg, func(is *gpuvcv1.IdleStatus) { is.AsleepSince = nowTime(s) })
+}
+
+// routeAndSettle routes the team's API address to a waker port and waits
+// RouteSettle, for kube-proxy to program the waker's endpoint before the
+// control plane goes (the idle path has its probe window instead).
+func (s *Sleeper) routeAndSettle(ctx context.Context, v vcluster) error {
+	l, err := s.listen(v, 0)
+	if err != nil {
+		return err
+	}
+	if err := s.route(ctx, v, l.port); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(s.opts.RouteSettle):
+		return nil
+	}
 }
 
 func (s *Sleeper) wakeNow(ctx context.Context, t *gpuvcv1.Team, v vcluster, st state) error {

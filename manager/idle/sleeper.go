@@ -282,6 +282,9 @@ func (s *Sleeper) tickTeam(ctx context.Context, t *gpuvcv1.Team) error {
 	if reason == "" {
 		return s.clearCondition(ctx, t)
 	}
+	if act == actNone && reason == gpuvcv1.ReasonAsleep && !reasonChanged(t, reason) {
+		return nil // the message written at the sleep says why it sleeps
+	}
 	return s.setCondition(ctx, t, reason == gpuvcv1.ReasonAsleep, reason, msg, nil)
 }
 

@@ -81,12 +81,23 @@ func (w *TeamWrapper) Egress(cidr string) *TeamWrapper {
 }
 
 // IdleGPUPods sets spec.idle.gpuPods: pods whose GPUs stay at or below
-// maxPercent for after get action (Notify or Evict).
+// maxPercent for after get action (Notify or Evict), or the whole team sleeps
+// once all are (Sleep, with SleepAfter).
 func (w *TeamWrapper) IdleGPUPods(after time.Duration, action string, maxPercent int32) *TeamWrapper {
 	if w.Spec.Idle == nil {
 		w.Spec.Idle = &gpuvcv1.Idle{}
 	}
 	w.Spec.Idle.GPUPods = &gpuvcv1.GPUPodIdle{After: metav1.Duration{Duration: after}, Action: action, MaxUtilizationPercent: maxPercent}
+	return w
+}
+
+// SleepAfter sets spec.idle.vcluster.sleepAfter: the vCluster sleeps after d
+// without team pods or API connections.
+func (w *TeamWrapper) SleepAfter(d time.Duration) *TeamWrapper {
+	if w.Spec.Idle == nil {
+		w.Spec.Idle = &gpuvcv1.Idle{}
+	}
+	w.Spec.Idle.VCluster = &gpuvcv1.VClusterIdle{SleepAfter: metav1.Duration{Duration: d}}
 	return w
 }
 

@@ -30,6 +30,9 @@ type createFlags struct {
 	egress               []string
 	vclusterVersion      string
 	sleepAfter           time.Duration
+	idleGPUAfter         time.Duration
+	idleGPUAction        string
+	idleGPUMaxPercent    int32
 	dra                  bool
 	deviceClasses        []string
 	dryRun               dryRunFlag
@@ -103,6 +106,9 @@ func newCreateCommand(streams cli.Streams, globals *cli.Globals) *cobra.Command 
 	fs.StringArrayVar(&f.egress, "allow-egress", nil, "CIDR the team's pods may reach (repeatable)")
 	fs.StringVar(&f.vclusterVersion, "vcluster-version", "", "vCluster chart version (default: the manager's)")
 	fs.DurationVar(&f.sleepAfter, "sleep-after", 0, "put the team's vCluster to sleep after this long without team pods or API connections, e.g. 30m (5m to 720h; spec.idle.vcluster.sleepAfter); its next request wakes it")
+	fs.DurationVar(&f.idleGPUAfter, "idle-gpu-after", 0, "act on GPU pods whose GPUs stay at or below --idle-gpu-max-utilization for this long, e.g. 1h (5m to 720h; spec.idle.gpuPods.after; needs the agents' metrics)")
+	fs.StringVar(&f.idleGPUAction, "idle-gpu-action", "", "what happens then: Notify (an event on the pod, the default), Evict (the pod), or Sleep (once every GPU pod of the team is idle: its pods evicted and the vCluster put to sleep; needs --sleep-after) (spec.idle.gpuPods.action)")
+	fs.Int32Var(&f.idleGPUMaxPercent, "idle-gpu-max-utilization", 0, "GPU utilization in percent at or below which a pod counts as idle (0 to 100; spec.idle.gpuPods.maxUtilizationPercent)")
 	fs.BoolVar(&f.dra, "dra", false, "let the team's pods ask for devices through DRA ResourceClaims (spec.dra; needs the chart's vcluster.dra)")
 	fs.StringArrayVar(&f.deviceClasses, "device-class", nil, "DeviceClass the team's claims may name (repeatable; implies --dra; default gpu.nvidia.com, and mig.nvidia.com with --mig)")
 	f.dryRun.add(cmd, "check the Team without creating it and print it (see -o)")
@@ -183,6 +189,12 @@ func (f *createFlags) team(name string, cmd *cobra.Command) (*gpuvcv1.Team, erro
 	}
 	if set("sleep-after") {
 		t.Spec.Idle = &gpuvcv1.Idle{VCluster: &gpuvcv1.VClusterIdle{SleepAfter: metav1.Duration{Duration: f.sleepAfter}}}
+	}
+	if set("idle-gpu-after") || set("idle-gpu-action") || set("idle-gpu-max-utilization") {
+		if t.Spec.Idle == nil {
+			t.Spec.Idle = &gpuvcv1.Idle{}
+		}
+		t.Spec.Idle.GPUPods = &gpuvcv1.GPUPodIdle{After: metav1.Duration{Duration: f.idleGPUAfter}, Action: f.idleGPUAction, MaxUtilizationPercent: f.idleGPUMaxPercent}
 	}
 	return t, nil
 }

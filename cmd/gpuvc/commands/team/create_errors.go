@@ -28,6 +28,9 @@ var specFlags = []struct{ field, flag string }{
 	{"spec.network.allowedEgressCIDRs", "--allow-egress"},
 	{"spec.vcluster.chartVersion", "--vcluster-version"},
 	{"spec.idle.vcluster.sleepAfter", "--sleep-after"},
+	{"spec.idle.gpuPods.after", "--idle-gpu-after"},
+	{"spec.idle.gpuPods.action", "--idle-gpu-action"},
+	{"spec.idle.gpuPods.maxUtilizationPercent", "--idle-gpu-max-utilization"},
 }
 
 // invalidFlags reports validation errors in the terms of the command line: each

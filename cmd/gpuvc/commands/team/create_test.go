@@ -42,6 +42,13 @@ func TestCreateDryRunPrintsTheTeam(t *testing.T) {
 	require.NoError(t, yaml.UnmarshalStrict([]byte(r.out), got))
 	require.Equal(t, []string{"gpu.example.com"}, got.Spec.DRA.DeviceClasses)
 
+	r = gpuvc(t, "team", "create", "fraud", "--pool", "a100", "--sleep-after", "30m", "--idle-gpu-after", "1h", "--idle-gpu-action", "Sleep", "--idle-gpu-max-utilization", "5", "--dry-run=client")
+	require.Equal(t, 0, r.code, r.errOut)
+	got = &gpuvcv1.Team{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(r.out), got))
+	require.Equal(t, &gpuvcv1.GPUPodIdle{After: metav1.Duration{Duration: time.Hour}, Action: gpuvcv1.IdleActionSleep, MaxUtilizationPercent: 5}, got.Spec.Idle.GPUPods)
+	require.Equal(t, 30*time.Minute, got.Spec.Idle.VCluster.SleepAfter.Duration)
+
 	r = gpuvc(t, "team", "create", "fraud", "--pool", "a100", "--dry-run=client", "-o", "json")
 	require.Equal(t, 0, r.code, r.errOut)
 	require.True(t, strings.HasPrefix(r.out, "{"), r.out)

@@ -18,18 +18,21 @@ var badCreates = map[string]struct {
 	args []string
 	want []string
 }{
-	"capital letter":        {[]string{"Fraud"}, []string{"NAME: metadata.name", `"Fraud"`, "DNS-1035"}},
-	"70 characters":         {[]string{strings.Repeat("a", 70)}, []string{"NAME: metadata.name", "has 70 characters", "at most 40"}},
-	"dot":                   {[]string{"a.b"}, []string{"metadata.name", `"a.b"`, "DNS-1035"}},
-	"leading digit":         {[]string{"9ml"}, []string{"metadata.name", `"9ml"`, "starting with a letter"}},
-	"negative gpus":         {[]string{"x", "--gpus", "-3"}, []string{"--gpus: spec.quota.gpus", "-3", "between 0 and 4096"}},
-	"negative cpu":          {[]string{"x", "--cpu=-4"}, []string{"--cpu: spec.quota.cpu", `"-4"`, "is negative"}},
-	"negative memory":       {[]string{"x", "--memory=-1Gi"}, []string{"--memory: spec.quota.memory", `"-1Gi"`, "is negative"}},
-	"impossible MIG":        {[]string{"x", "--mig", "9g.999gb=1"}, []string{"--mig: spec.quota.mig[9g.999gb]", "MIG profiles such as 1g.10gb"}},
-	"MIG of no GPU":         {[]string{"x", "--mig", "1g.7gb=1"}, []string{"--mig: spec.quota.mig[1g.7gb]", "no known GPU model offers MIG profile 1g.7gb"}},
-	"CIDR /33":              {[]string{"x", "--allow-egress", "10.0.0.0/33"}, []string{"--allow-egress: spec.network.allowedEgressCIDRs[0]", `"10.0.0.0/33"`}},
-	"max per pod > quota":   {[]string{"x", "--gpus", "2", "--max-gpus-per-pod", "4"}, []string{"--max-gpus-per-pod: spec.maxGPUsPerPod", "cannot exceed spec.quota.gpus (2)"}},
-	"two errors, two flags": {[]string{"x", "--gpus", "-3", "--cpu=-4"}, []string{"--gpus: spec.quota.gpus", "--cpu: spec.quota.cpu"}},
+	"capital letter":         {[]string{"Fraud"}, []string{"NAME: metadata.name", `"Fraud"`, "DNS-1035"}},
+	"70 characters":          {[]string{strings.Repeat("a", 70)}, []string{"NAME: metadata.name", "has 70 characters", "at most 40"}},
+	"dot":                    {[]string{"a.b"}, []string{"metadata.name", `"a.b"`, "DNS-1035"}},
+	"leading digit":          {[]string{"9ml"}, []string{"metadata.name", `"9ml"`, "starting with a letter"}},
+	"negative gpus":          {[]string{"x", "--gpus", "-3"}, []string{"--gpus: spec.quota.gpus", "-3", "between 0 and 4096"}},
+	"negative cpu":           {[]string{"x", "--cpu=-4"}, []string{"--cpu: spec.quota.cpu", `"-4"`, "is negative"}},
+	"negative memory":        {[]string{"x", "--memory=-1Gi"}, []string{"--memory: spec.quota.memory", `"-1Gi"`, "is negative"}},
+	"impossible MIG":         {[]string{"x", "--mig", "9g.999gb=1"}, []string{"--mig: spec.quota.mig[9g.999gb]", "MIG profiles such as 1g.10gb"}},
+	"MIG of no GPU":          {[]string{"x", "--mig", "1g.7gb=1"}, []string{"--mig: spec.quota.mig[1g.7gb]", "no known GPU model offers MIG profile 1g.7gb"}},
+	"CIDR /33":               {[]string{"x", "--allow-egress", "10.0.0.0/33"}, []string{"--allow-egress: spec.network.allowedEgressCIDRs[0]", `"10.0.0.0/33"`}},
+	"max per pod > quota":    {[]string{"x", "--gpus", "2", "--max-gpus-per-pod", "4"}, []string{"--max-gpus-per-pod: spec.maxGPUsPerPod", "cannot exceed spec.quota.gpus (2)"}},
+	"idle GPUs too soon":     {[]string{"x", "--idle-gpu-after", "1m"}, []string{"--idle-gpu-after: spec.idle.gpuPods.after", `"1m0s"`, "between 5m0s and 720h0m0s"}},
+	"sleep without vcluster": {[]string{"x", "--idle-gpu-after", "1h", "--idle-gpu-action", "Sleep"}, []string{"--idle-gpu-action: spec.idle.gpuPods.action", `"Sleep"`, "needs spec.idle.vcluster", "set spec.idle.vcluster.sleepAfter"}},
+	"unknown idle action":    {[]string{"x", "--idle-gpu-after", "1h", "--idle-gpu-action", "Kill"}, []string{"--idle-gpu-action: spec.idle.gpuPods.action", `"Kill"`, "Sleep"}},
+	"two errors, two flags":  {[]string{"x", "--gpus", "-3", "--cpu=-4"}, []string{"--gpus: spec.quota.gpus", "--cpu: spec.quota.cpu"}},
 }
 
 // TestCreateDryRunClientRefusesWhatTheAPIRefuses needs no cluster: the same rules

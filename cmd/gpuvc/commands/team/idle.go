@@ -38,7 +38,11 @@ func idleLine(t *gpuvcv1.Team, now time.Time) string {
 		if action == "" {
 			action = gpuvcv1.IdleActionNotify
 		}
-		parts = append(parts, fmt.Sprintf("GPU pods at or below %d%% utilization for %v: %s", g.MaxUtilizationPercent, g.After.Duration, strings.ToLower(action)))
+		what := strings.ToLower(action)
+		if action == gpuvcv1.IdleActionSleep {
+			what = "sleep the whole team once all of them are (its pods evicted; one idle while another is busy is notified)"
+		}
+		parts = append(parts, fmt.Sprintf("GPU pods at or below %d%% utilization for %v: %s", g.MaxUtilizationPercent, g.After.Duration, what))
 	}
 	return strings.Join(parts, "; ")
 }

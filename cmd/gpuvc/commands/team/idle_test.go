@@ -19,6 +19,8 @@ func TestIdleLine(t *testing.T) {
 	drowsy := *sleepy.DeepCopy()
 	drowsy.Status.Conditions = []metav1.Condition{{Type: gpuvcv1.ConditionAsleep, Status: metav1.ConditionFalse, Reason: gpuvcv1.ReasonDrowsy, Message: "idle for 26m"}}
 	gpu := gpuvcv1.Team{Spec: gpuvcv1.TeamSpec{Idle: &gpuvcv1.Idle{GPUPods: &gpuvcv1.GPUPodIdle{After: metav1.Duration{Duration: time.Hour}, Action: "Evict", MaxUtilizationPercent: 5}}}}
+	wholeTeam := *sleepy.DeepCopy()
+	wholeTeam.Spec.Idle.GPUPods = &gpuvcv1.GPUPodIdle{After: metav1.Duration{Duration: 10 * time.Minute}, Action: gpuvcv1.IdleActionSleep}
 	for name, tc := range map[string]struct {
 		team gpuvcv1.Team
 		want string
@@ -28,6 +30,7 @@ func TestIdleLine(t *testing.T) {
 		"asleep, woken once": {asleep, "asleep for 120m (sleeps after 30m0s idle); the next request wakes it; last wake took 21.3s, 3h ago"},
 		"drowsy":             {drowsy, "drowsy (sleeps after 30m0s idle): idle for 26m"},
 		"GPU pods":           {gpu, "GPU pods at or below 5% utilization for 1h0m0s: evict"},
+		"whole team":         {wholeTeam, "sleeps after 30m0s idle; GPU pods at or below 0% utilization for 10m0s: sleep the whole team once all of them are (its pods evicted; one idle while another is busy is notified)"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := idleLine(&tc.team, now); got != tc.want {
