@@ -29,6 +29,7 @@ func TestWebhookConfigurationsMatchSyncer(t *testing.T) {
 					Namespace: testNamespace, Name: WebhookServiceName, Port: ptr.To[int32](443),
 				},
 				TimeoutSeconds: timeout,
+				FencedByCEL:    true, // the manager installs the CEL fence
 			})
 			gotM := get[admissionregistrationv1.MutatingWebhookConfiguration](t, m, "MutatingWebhookConfiguration", WebhookConfigurationName)
 			gotV := get[admissionregistrationv1.ValidatingWebhookConfiguration](t, m, "ValidatingWebhookConfiguration", WebhookConfigurationName)

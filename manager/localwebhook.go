@@ -35,7 +35,8 @@ func ServeWebhookAt(ctx context.Context, cfg *rest.Config, baseURL, certDir stri
 	if err := bundle.WriteFiles(certDir); err != nil {
 		return err
 	}
-	mutating, validating := syncer.Configurations(syncer.ConfigOptions{Name: WebhookConfigName, URL: baseURL, CABundle: bundle.CA})
+	// The manager installs the CEL fence at every start (installCELFence).
+	mutating, validating := syncer.Configurations(syncer.ConfigOptions{Name: WebhookConfigName, URL: baseURL, CABundle: bundle.CA, FencedByCEL: true})
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

@@ -20,6 +20,12 @@ type ConfigOptions struct {
 	CABundle []byte
 	// TimeoutSeconds defaults to 10.
 	TimeoutSeconds int32
+	// FencedByCEL says the CEL fence (syncer/celpolicy) guards the same
+	// namespaces, as the manager installs it: the validating webhook then gets a
+	// match condition that lets the API server skip it for a routine pod's
+	// CREATE, whose every check the fence repeats (routinePodCondition). Leave
+	// it false where the fence is not installed.
+	FencedByCEL bool
 }
 
 // Configurations returns the webhook configurations that send pods of team
@@ -84,6 +90,7 @@ func Configurations(o ConfigOptions) (*admissionregistrationv1.MutatingWebhookCo
 			SideEffects:             sideEffects,
 			TimeoutSeconds:          ptr.To(timeout),
 			AdmissionReviewVersions: []string{"v1"},
+			MatchConditions:         validateConditions(o.FencedByCEL),
 		}, {
 			// Dynamic Resource Allocation: what a team's claims and claim
 			// templates ask for, and who writes a claim's allocation.
@@ -106,4 +113,12 @@ func Configurations(o ConfigOptions) (*admissionregistrationv1.MutatingWebhookCo
 		}},
 	}
 	return mutating, validating
+}
+
+// validateConditions are the pod validating webhook's match conditions.
+func validateConditions(fencedByCEL bool) []admissionregistrationv1.MatchCondition {
+	if !fencedByCEL {
+		return nil
+	}
+	return []admissionregistrationv1.MatchCondition{routinePodCondition()}
 }

@@ -94,6 +94,7 @@ func costs(clients string) []figure {
 		{What: "the API server's mutating webhook call, mean, " + clients + " clients", Ref: r(pkgBench, b, "on-apiserver-admit-webhook-mean-ms"), Unit: "ms"},
 		{What: "… the manager's webhook server on that call, handler in → answer written, mean", Ref: r(pkgBench, b, "on-served-mutate-pods-mean-ms"), Unit: "ms",
 			Versus: base(pkgBench, b, "on-apiserver-admit-webhook-mean-ms", "the API server's mutating call, mean")},
+		{What: "the API server's validating webhook calls per pod created, " + clients + " clients (routine pods skip it: docs/syncer.md)", Ref: r(pkgBench, b, "on-apiserver-validating-webhook-calls/pod")},
 		{What: "the API server's validating webhook call, mean, " + clients + " clients", Ref: r(pkgBench, b, "on-apiserver-validating-webhook-mean-ms"), Unit: "ms"},
 		{What: "… the manager's webhook server on that call, handler in → answer written, mean", Ref: r(pkgBench, b, "on-served-validate-pods-mean-ms"), Unit: "ms",
 			Versus: base(pkgBench, b, "on-apiserver-validating-webhook-mean-ms", "the API server's validating call, mean")},

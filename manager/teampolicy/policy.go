@@ -63,7 +63,9 @@ func Policy(t *gpuvcv1.Team, product string, memMiB int64, systemPool string) *s
 // mapping targets what most of the pool offers.
 func PoolGPU(ctx context.Context, reader client.Reader, pool string) (string, int64, error) {
 	nodes := &corev1.NodeList{}
-	if err := reader.List(ctx, nodes, client.MatchingLabels{contract.LabelPool: pool}); err != nil {
+	// Read only: the cache's nodes are not copied (the webhook asks on every
+	// call, and a node is a large object).
+	if err := reader.List(ctx, nodes, client.MatchingLabels{contract.LabelPool: pool}, client.UnsafeDisableDeepCopy); err != nil {
 		return "", 0, fmt.Errorf("listing nodes of pool %s: %w", pool, err)
 	}
 	count := map[string]int{}

@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
@@ -49,7 +51,7 @@ var layeredPolicy = syncer.TeamPolicy{
 func TestWithWebhook(t *testing.T) {
 	localcp.ForTest(t)
 	ctx := poll.TestContext(t)
-	startWebhook(ctx, t)
+	hook := startWebhook(ctx, t)
 	tenantLayered, err := impersonate(vclusterUser(layeredTeam))
 	if err != nil {
 		t.Fatal(err)
@@ -238,6 +240,9 @@ func TestWithWebhook(t *testing.T) {
 		_, err := pods.Create(ctx, testobj.Pod("pinned", layeredNS).NodeName("a100-0").Obj(), metav1.CreateOptions{})
 		refusedByFence(t, err, refusal(c.ReasonNodeNameSet, "spec.nodeName=a100-0")...)
 	})
+
+	t.Run("routine pods skip the validating webhook", func(t *testing.T) { routinePodsSkipTheValidatingWebhook(ctx, t, hook) })
+	t.Run("routine pods cannot be smuggled past it", func(t *testing.T) { routinePodsCannotBeSmuggled(ctx, t, hook) })
 }
 
 // devicesConfigMap names the ConfigMap and the Secret of the layered namespace
@@ -273,10 +278,17 @@ func noGates(p *corev1.Pod) error {
 
 // startWebhook serves the syncer's webhook on a loopback port for the layered
 // namespace and waits until the API server calls it.
-func startWebhook(ctx context.Context, t *testing.T) {
+// startWebhook serves gpuvc's webhook (with metrics) and the later webhook
+// (routine_test.go) for the layered namespace, registered as the manager
+// registers it: the CEL fence guards the namespace too (FencedByCEL).
+func startWebhook(ctx context.Context, t *testing.T) layeredHook {
 	t.Helper()
 	cp := env.cp
 	reader, err := client.New(cp.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := syncer.NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,18 +297,22 @@ func startWebhook(ctx context.Context, t *testing.T) {
 		Nodes:      syncer.ClientNodePools{Reader: reader},
 		MIG:        migmap.Catalog{},
 		EnvSources: syncer.ClientEnvSources{Reader: reader},
+		Metrics:    metrics,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := syncertest.Serve(ctx, t.TempDir(), time.Minute, wh.Register)
+	srv, err := syncertest.Serve(ctx, t.TempDir(), time.Minute, func(s webhook.Server) {
+		wh.Register(s)
+		s.Register(laterPath, &webhook.Admission{Handler: laterWebhook{}})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
 
 	mutating, validating := syncer.Configurations(syncer.ConfigOptions{
-		Name: "celpolicy-test-" + layeredTeam, URL: srv.URL, CABundle: srv.CA,
+		Name: "celpolicy-test-" + layeredTeam, URL: srv.URL, CABundle: srv.CA, FencedByCEL: true,
 	})
 	onlyLayered := func() *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{layeredLabel: "on"}}
@@ -358,6 +374,7 @@ func startWebhook(ctx context.Context, t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the API server never called the webhook: %v (last: %v)", err, last)
 	}
+	return layeredHook{url: srv.URL, ca: srv.CA, metrics: metrics}
 }
 
 // refusedByWebhook asserts that gpuvc's mutating webhook refused the request

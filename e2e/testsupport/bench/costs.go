@@ -229,6 +229,13 @@ func (d CostDelta) Report(report func(float64, string), prefix string, pods int)
 	for _, name := range slices.Sorted(maps.Keys(d.CPU)) {
 		report(float64(d.CPU[name].Microseconds())/1000/float64(pods), prefix+name+"-cpu-ms/pod")
 	}
+	if len(d.Served) > 0 {
+		// Calls per pod, also none: the validating webhook's match condition
+		// skips routine pods (docs/syncer.md).
+		for _, typ := range []string{"admit", "validating"} {
+			report(d.Webhooks[typ].Count/float64(pods), prefix+"apiserver-"+typ+"-webhook-calls/pod")
+		}
+	}
 	for _, typ := range slices.Sorted(maps.Keys(d.Webhooks)) {
 		h := d.Webhooks[typ]
 		if h.Count == 0 {
