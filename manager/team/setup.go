@@ -54,7 +54,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers}).
 		For(&gpuvcv1.Team{}).
 		Owns(&corev1.Namespace{}).
-		Owns(&corev1.ResourceQuota{}).
+		Owns(&corev1.ResourceQuota{}, builder.WithPredicates(quotaMatters)).
 		Owns(&corev1.LimitRange{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&rbacv1.Role{}).
