@@ -32,7 +32,9 @@ func TestQuotaMattersOnlyForWhatTheTeamReads(t *testing.T) {
 		q.ResourceVersion = "2"
 	}), "a CPU pod created")
 	require.True(t, changed(func(q *corev1.ResourceQuota) { q.Status.Used["requests.nvidia.com/gpu"] = resource.MustParse("2") }), "a GPU pod created")
-	require.True(t, changed(func(q *corev1.ResourceQuota) { q.Status.Used["requests.nvidia.com/mig-1g.10gb"] = resource.MustParse("1") }), "a MIG pod created")
+	require.True(t, changed(func(q *corev1.ResourceQuota) {
+		q.Status.Used["requests.nvidia.com/mig-1g.10gb"] = resource.MustParse("1")
+	}), "a MIG pod created")
 	require.True(t, changed(func(q *corev1.ResourceQuota) { q.Spec.Hard["requests.nvidia.com/gpu"] = resource.MustParse("8") }), "the spec edited")
 	require.True(t, changed(func(q *corev1.ResourceQuota) { q.Labels = nil }), "gpuvc's labels removed")
 	require.True(t, changed(func(q *corev1.ResourceQuota) { q.Status.Hard["requests.nvidia.com/gpu"] = resource.MustParse("8") }), "the hard limits the status reports")
