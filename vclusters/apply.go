@@ -71,7 +71,7 @@ func (c *Client) Apply(ctx context.Context, spec Spec) (ApplyResult, error) {
 	}
 	logger := klog.FromContext(ctx).WithValues("release", klog.KRef(spec.Namespace, spec.Name))
 
-	last, err := cfg.Releases.Last(spec.Name)
+	last, _, err := c.releases.last(ctx, cfg, spec.Namespace, spec.Name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return c.install(ctx, cfg, spec, ch, vals, false)
 	}
@@ -79,10 +79,10 @@ func (c *Client) Apply(ctx context.Context, spec Spec) (ApplyResult, error) {
 		return ApplyResult{}, fmt.Errorf("reading the history of release %s/%s: %w", spec.Namespace, spec.Name, err)
 	}
 
-	status := last.Info.Status
+	status := last.Status
 	switch {
 	case status == release.StatusDeployed:
-		same, err := sameRelease(last, ch, vals)
+		same, err := last.sameAs(ch, vals)
 		if err != nil {
 			return ApplyResult{}, err
 		}
@@ -90,23 +90,27 @@ func (c *Client) Apply(ctx context.Context, spec Spec) (ApplyResult, error) {
 			return ApplyResult{Change: Unchanged, Revision: last.Version}, nil
 		}
 	case status == release.StatusFailed, status == release.StatusSuperseded:
-		logger.Info("Retrying release after a failed revision", "revision", last.Version, "description", last.Info.Description)
+		logger.Info("Retrying release after a failed revision", "revision", last.Version, "description", last.Description)
 	case status.IsPending():
-		if err := c.checkStale(last, last.Info.LastDeployed.Time); err != nil {
+		if err := c.checkStale(spec, last, last.LastDeployed); err != nil {
 			return ApplyResult{}, err
 		}
 		logger.Info("Recovering release stuck in a pending state", "revision", last.Version, "status", status)
-		last.Info.Status = release.StatusFailed
-		last.Info.Description = fmt.Sprintf("gpuvc: marked failed after %s in %s (operation interrupted)", c.staleAfter, status)
-		if err := cfg.Releases.Update(last); err != nil {
+		rel, err := cfg.Releases.Get(spec.Name, last.Version)
+		if err != nil {
+			return ApplyResult{}, fmt.Errorf("reading revision %d of %s/%s: %w", last.Version, spec.Namespace, spec.Name, err)
+		}
+		rel.Info.Status = release.StatusFailed
+		rel.Info.Description = fmt.Sprintf("gpuvc: marked failed after %s in %s (operation interrupted)", c.staleAfter, status)
+		if err := cfg.Releases.Update(rel); err != nil {
 			return ApplyResult{}, fmt.Errorf("marking stuck revision %d of %s/%s failed: %w", last.Version, spec.Namespace, spec.Name, err)
 		}
 	case status == release.StatusUninstalling:
-		if err := c.checkStale(last, last.Info.Deleted.Time); err != nil {
+		if err := c.checkStale(spec, last, last.Deleted); err != nil {
 			return ApplyResult{}, err
 		}
 		logger.Info("Finishing an interrupted uninstall before installing again", "revision", last.Version)
-		if err := c.uninstall(cfg, spec.Name); err != nil {
+		if err := c.uninstall(cfg, spec.Namespace, spec.Name); err != nil {
 			return ApplyResult{}, err
 		}
 		return c.install(ctx, cfg, spec, ch, vals, false)
@@ -131,13 +135,13 @@ func (c *Client) namespaceExists(ctx context.Context, namespace string) error {
 
 // checkStale returns ErrOperationInProgress while the operation that left rel in
 // its state at since may still be running.
-func (c *Client) checkStale(rel *release.Release, since time.Time) error {
+func (c *Client) checkStale(spec Spec, rel releaseSummary, since time.Time) error {
 	age := c.clock.Since(since)
 	if since.IsZero() || age >= c.staleAfter || c.leftByGoneProcess(since) {
 		return nil
 	}
 	return fmt.Errorf("%w: revision %d of %s/%s has been %s for %s; it is taken as interrupted after %s",
-		ErrOperationInProgress, rel.Version, rel.Namespace, rel.Name, rel.Info.Status, age.Round(time.Second), c.staleAfter)
+		ErrOperationInProgress, rel.Version, spec.Namespace, spec.Name, rel.Status, age.Round(time.Second), c.staleAfter)
 }
 
 // leftByGoneProcess: the operation began before this process started acting
@@ -152,6 +156,17 @@ func (c *Client) leftByGoneProcess(since time.Time) bool {
 	return !alone.IsZero() && since.Before(alone.Truncate(time.Second))
 }
 
+// skipHelmSchemaCheck turns off what Helm calls OpenAPI validation of the
+// rendered objects. Against an API server that supports server-side field
+// validation (GA since Kubernetes 1.27) it validates nothing: kubectl's
+// validator only parses the OpenAPI v3 document of each object's group-version
+// to learn that the server does, and Helm's creates do not ask for strict
+// validation anyway. That parse, repeated by every install and upgrade (a
+// fresh Helm client each time), was a quarter of the manager's CPU while
+// teams were created (docs/benchmarks.md, "Team create → release applied").
+// The API server still validates every object it is sent.
+const skipHelmSchemaCheck = true
+
 func (c *Client) install(ctx context.Context, cfg *action.Configuration, spec Spec, ch *chart.Chart, vals map[string]any, replace bool) (ApplyResult, error) {
 	inst := action.NewInstall(cfg)
 	inst.ReleaseName = spec.Name
@@ -159,6 +174,7 @@ func (c *Client) install(ctx context.Context, cfg *action.Configuration, spec Sp
 	inst.Replace = replace
 	inst.Timeout = helmTimeout
 	inst.Description = "gpuvc: install " + spec.Chart.String()
+	inst.DisableOpenAPIValidation = skipHelmSchemaCheck
 	rel, err := inst.RunWithContext(ctx, ch, vals)
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("installing vCluster %s/%s from %s: %w", spec.Namespace, spec.Name, spec.Chart, err)
@@ -174,6 +190,7 @@ func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, spec Sp
 	up.MaxHistory = c.maxHistory
 	up.Timeout = helmTimeout
 	up.Description = "gpuvc: upgrade " + spec.Chart.String()
+	up.DisableOpenAPIValidation = skipHelmSchemaCheck
 	rel, err := up.RunWithContext(ctx, spec.Name, ch, vals)
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("upgrading vCluster %s/%s with %s: %w", spec.Namespace, spec.Name, spec.Chart, err)

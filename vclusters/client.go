@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -34,6 +35,7 @@ type Client struct {
 	kube       kubernetes.Interface
 	getter     func(namespace string) *restGetter
 	charts     chartCache
+	releases   releaseSummaries
 	clock      clock.PassiveClock
 	staleAfter time.Duration
 	// aloneSince, when set, is when this process became the only one operating
@@ -83,6 +85,10 @@ func New(config *rest.Config, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	meta, err := metadata.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
 	cached := memory.NewMemCacheClient(dc)
 	mapper := newRESTMapper(cached)
 	c := &Client{
@@ -90,6 +96,7 @@ func New(config *rest.Config, opts ...Option) (*Client, error) {
 		getter: func(namespace string) *restGetter {
 			return &restGetter{config: config, namespace: namespace, discovery: cached, mapper: mapper}
 		},
+		releases:   releaseSummaries{meta: meta},
 		clock:      clock.RealClock{},
 		staleAfter: DefaultStaleAfter,
 		maxHistory: DefaultMaxHistory,

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -202,6 +204,24 @@ func TestLifecycleRealChart(t *testing.T) {
 	res, err = vc.Apply(ctx, changed)
 	require.NoError(t, err)
 	require.Equal(t, vclusters.ApplyResult{Change: vclusters.Unchanged, Revision: 2}, res)
+
+	// The client remembers a release record it has read; one rewritten since
+	// (here marked failed by another Helm client) is read again: Ready tells
+	// it, and Apply retries it.
+	records := driver.NewSecrets(c.CoreV1().Secrets(ns))
+	rev2, err := records.Get("sh.helm.release.v1.fraud.v2")
+	require.NoError(t, err)
+	rev2.Info.Status, rev2.Info.Description = release.StatusFailed, "failed elsewhere"
+	require.NoError(t, records.Update("sh.helm.release.v1.fraud.v2", rev2))
+	r, err = vc.Ready(ctx, changed)
+	require.NoError(t, err)
+	require.Equal(t, vclusters.ReasonReleaseFailed, r.Reason, r.Message)
+	res, err = vc.Apply(ctx, changed)
+	require.NoError(t, err)
+	require.Equal(t, vclusters.ApplyResult{Change: vclusters.Upgraded, Revision: 3}, res)
+	res, err = vc.Apply(ctx, changed)
+	require.NoError(t, err)
+	require.Equal(t, vclusters.ApplyResult{Change: vclusters.Unchanged, Revision: 3}, res)
 
 	// The kubeconfig vCluster would export, written by hand (no real vCluster runs
 	// on kwok nodes).

@@ -46,10 +46,11 @@ func (c *Client) Ready(ctx context.Context, spec Spec) (Readiness, error) {
 	if err != nil {
 		return Readiness{}, err
 	}
-	rel, err := cfg.Releases.Last(spec.Name)
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		rel = nil
-	} else if err != nil {
+	last, _, err := c.releases.last(ctx, cfg, spec.Namespace, spec.Name)
+	var rel *releaseSummary
+	if err == nil {
+		rel = &last
+	} else if !errors.Is(err, driver.ErrReleaseNotFound) {
 		return Readiness{}, fmt.Errorf("reading release %s/%s: %w", spec.Namespace, spec.Name, err)
 	}
 	if r, done := releaseReadiness(spec, rel); done {
@@ -198,19 +199,19 @@ func podReady(p corev1.Pod) bool {
 
 // releaseReadiness judges the Helm release; done is false when it is deployed and
 // the workload decides.
-func releaseReadiness(spec Spec, rel *release.Release) (Readiness, bool) {
+func releaseReadiness(spec Spec, rel *releaseSummary) (Readiness, bool) {
 	name := spec.Namespace + "/" + spec.Name
 	if rel == nil {
 		return Readiness{Reason: ReasonReleaseNotFound,
 			Message: fmt.Sprintf("vCluster release %s is not installed", name)}, true
 	}
-	st := rel.Info.Status
+	st := rel.Status
 	switch {
 	case st == release.StatusDeployed:
 		return Readiness{}, false
 	case st == release.StatusFailed:
 		return Readiness{Reason: ReasonReleaseFailed,
-			Message: fmt.Sprintf("vCluster release %s revision %d failed: %s", name, rel.Version, rel.Info.Description)}, true
+			Message: fmt.Sprintf("vCluster release %s revision %d failed: %s", name, rel.Version, rel.Description)}, true
 	case st.IsPending():
 		return Readiness{Reason: ReasonReleasePending,
 			Message: fmt.Sprintf("vCluster release %s revision %d is %s", name, rel.Version, st)}, true

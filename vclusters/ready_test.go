@@ -12,11 +12,11 @@ import (
 )
 
 func TestReleaseReadiness(t *testing.T) {
-	rel := func(st release.Status, desc string) *release.Release {
-		return &release.Release{Name: "fraud", Version: 3, Info: &release.Info{Status: st, Description: desc}}
+	rel := func(st release.Status, desc string) *releaseSummary {
+		return &releaseSummary{Version: 3, Status: st, Description: desc}
 	}
 	cases := map[string]struct {
-		rel      *release.Release
+		rel      *releaseSummary
 		want     Readiness
 		wantDone bool
 	}{

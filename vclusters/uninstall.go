@@ -28,10 +28,11 @@ func (c *Client) Uninstall(ctx context.Context, spec Spec) error {
 	if err != nil {
 		return err
 	}
-	return c.uninstall(cfg, spec.Name)
+	return c.uninstall(cfg, spec.Namespace, spec.Name)
 }
 
-func (c *Client) uninstall(cfg *action.Configuration, name string) error {
+func (c *Client) uninstall(cfg *action.Configuration, namespace, name string) error {
+	defer c.releases.forget(namespace, name)
 	if _, err := cfg.Releases.History(name); errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil
 	}

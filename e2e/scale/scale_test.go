@@ -109,14 +109,7 @@ func scenario(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane, 
 		b.Fatal(err)
 	}
 	idle := measure(ctx, b, m, settle, "idle")
-	teams, err := teamctl.New(cp.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tw, err := watchTeams(ctx, cp.Config, cp.Client)
-	if err != nil {
-		b.Fatal(err)
-	}
+	teams, tw := teamsAndWatch(ctx, b, cp)
 	defer tw.stop()
 
 	// 2. Baseline: a plain namespace, created and seen by the API server.
@@ -333,6 +326,20 @@ func exportKubeconfig(ctx context.Context, b *testing.B, cp *localcluster.Contro
 	if err := managertest.ExportKubeconfig(ctx, cp.Client, team); err != nil && !apierrors.IsAlreadyExists(err) {
 		b.Fatal(err)
 	}
+}
+
+// teamsAndWatch returns the client that creates Teams as `gpuvc team create`
+// does, and a watch of their conditions (stop it when done).
+func teamsAndWatch(ctx context.Context, b *testing.B, cp *localcluster.ControlPlane) (*teamctl.Client, *teamWatch) {
+	teams, err := teamctl.New(cp.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tw, err := watchTeams(ctx, cp.Config, cp.Client)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return teams, tw
 }
 
 // waitReady waits until every team is Ready: nothing left for the manager to

@@ -104,11 +104,13 @@ func (r *Reconciler) ensureNetworkPolicies(ctx context.Context, t *gpuvcv1.Team)
 		}
 	}
 	keep := map[string]bool{}
+	objs := make([]runtime.ApplyConfiguration, 0, len(desired))
 	for _, p := range desired {
-		if err := r.apply(ctx, p.WithOwnerReferences(ownerRef(t))); err != nil {
-			return err
-		}
+		objs = append(objs, p.WithOwnerReferences(ownerRef(t)))
 		keep[*p.Name] = true
+	}
+	if err := r.applyAll(ctx, objs...); err != nil {
+		return err
 	}
 	if err := r.removeStaleNetworkPolicies(ctx, t, keep); err != nil {
 		return err
@@ -163,19 +165,15 @@ func (r *Reconciler) reportHonored(t *gpuvcv1.Team, teamPolicies int, allowances
 }
 
 func (r *Reconciler) ensureRBAC(ctx context.Context, t *gpuvcv1.Team) error {
-	if err := r.apply(ctx, desiredMemberRole(t).WithOwnerReferences(ownerRef(t))); err != nil {
-		return err
-	}
 	sa, role, binding := desiredReserveRBAC(t)
-	for _, obj := range []interface {
-		runtime.ApplyConfiguration
-	}{sa.WithOwnerReferences(ownerRef(t)), role.WithOwnerReferences(ownerRef(t)), binding.WithOwnerReferences(ownerRef(t))} {
-		if err := r.apply(ctx, obj); err != nil {
-			return err
-		}
+	objs := []runtime.ApplyConfiguration{desiredMemberRole(t).WithOwnerReferences(ownerRef(t)),
+		sa.WithOwnerReferences(ownerRef(t)), role.WithOwnerReferences(ownerRef(t)), binding.WithOwnerReferences(ownerRef(t))}
+	b := desiredMemberBinding(t)
+	if b != nil {
+		objs = append(objs, b.WithOwnerReferences(ownerRef(t)))
 	}
-	if b := desiredMemberBinding(t); b != nil {
-		return r.apply(ctx, b.WithOwnerReferences(ownerRef(t)))
+	if err := r.applyAll(ctx, objs...); err != nil || b != nil {
+		return err
 	}
 	return r.deleteIfExists(ctx, &rbacv1.RoleBinding{ObjectMeta: meta(t, MemberRoleName)})
 }
