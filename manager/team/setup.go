@@ -52,7 +52,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return b.
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers}).
-		For(&gpuvcv1.Team{}).
+		For(&gpuvcv1.Team{}, builder.WithPredicates(teamChanged)).
 		Owns(&corev1.Namespace{}).
 		Owns(&corev1.ResourceQuota{}, builder.WithPredicates(quotaMatters)).
 		Owns(&corev1.LimitRange{}).
