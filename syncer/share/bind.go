@@ -121,8 +121,10 @@ func foreign(cm *corev1.ConfigMap, pod string) string {
 }
 
 // bindPod records sp's assignment on the pod, pins it to the reservation's node
-// and removes the gate, in one patch guarded by the pod's UID (uidPatch).
-func (c *Controller) bindPod(ctx context.Context, sp *sharePod) error {
+// and removes the gate, in one patch guarded by the pod's UID (uidPatch). It
+// returns the pod as patched; sp is left as it was (other binds read the
+// reservation's shares meanwhile).
+func (c *Controller) bindPod(ctx context.Context, sp *sharePod) (*corev1.Pod, error) {
 	orig := sp.pod
 	p := orig.DeepCopy()
 	r := sp.res
@@ -139,13 +141,12 @@ func (c *Controller) bindPod(ctx context.Context, sp *sharePod) error {
 	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.GateGPUShare })
 	patch, err := uidPatch(orig, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.opts.Client.Patch(ctx, p, patch); err != nil {
-		return err
+		return nil, err
 	}
-	sp.pod, sp.fresh, sp.gated = p, false, false
-	return nil
+	return p, nil
 }
 
 // pinToNode requires the pod's node to be node. A gated pod's required node

@@ -249,3 +249,41 @@ func TestPortion(t *testing.T) {
 		}
 	}
 }
+
+// A bind under way holds its share: a LIST taken before its patch landed still
+// shows the pod gated and unassigned, and the next pod must not be placed in
+// the room it is being given. A finished bind is forgotten once a LIST shows
+// its pod ungated.
+func TestObserveHoldsBindsUnderWay(t *testing.T) {
+	pods := []corev1.Pod{
+		resPod("r1", "a100-0", "GPU-1"),
+		sharePodObj("a", 1, "0.6", "", 0, true), // being bound to r1
+		sharePodObj("b", 2, "0.6", "", 0, true),
+	}
+	st := observe(observation{pods: pods, nodeMemory: map[string]int64{"a100-0": 81920}, estimate: 81920, maxPods: 8,
+		binding: map[types.UID]inflight{"uid-a": {group: "r1", units: 6000}}})
+	if len(st.pending) != 1 || st.pending[0].pod.Name != "b" {
+		t.Fatalf("pending %v, want only b", viewOf(st).Pending)
+	}
+	if r := st.byName["r1"]; r.used() != 6000 || len(r.shares) != 1 || !r.shares[0].binding {
+		t.Fatalf("r1 holds %d units in %d shares, want a's 6000 under way", r.used(), len(r.shares))
+	}
+	if _, _, err := st.fit(st.pending[0], 8); !errors.Is(err, gpushare.ErrNoFit) {
+		t.Errorf("b placed on r1 beside a's bind under way: %v", err)
+	}
+	if ready := (&Controller{}).serve(st); len(ready) != 0 {
+		t.Errorf("serve binds %d pods again, want none (a's bind is under way)", len(ready))
+	}
+
+	b := newBinder()
+	b.inflight["team-a"] = map[types.UID]*inflight{"uid-a": {group: "r1", units: 6000, done: true}, "uid-b": {group: "r1", units: 3000}}
+	if got := b.held("team-a", map[types.UID]bool{"uid-a": true, "uid-b": true}); len(got) != 2 {
+		t.Errorf("a LIST still showing both gated: %d binds held, want 2", len(got))
+	}
+	if got := b.held("team-a", map[types.UID]bool{"uid-b": true}); len(got) != 1 || got["uid-b"].units != 3000 {
+		t.Errorf("a LIST showing a ungated: binds held %v, want b's only", got)
+	}
+	if got := b.held("team-a", nil); len(got) != 1 {
+		t.Errorf("b's bind not finished: held %v, want it kept whatever the LIST shows", got)
+	}
+}
