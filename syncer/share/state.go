@@ -17,7 +17,9 @@ import (
 // The team's state, rebuilt from host pods on every reconcile: reservation pods
 // (label gpuvc.dev/role=reservation) and share pods (label gpuvc.dev/gpu-share)
 // with their assignment records (label gpuvc.dev/share-group, annotation
-// gpuvc.dev/share-units). Nothing is kept in memory between reconciles.
+// gpuvc.dev/share-units), and the binds this process has under way whose
+// patch a LIST may not show yet (binding.go). Nothing else is kept in memory
+// between reconciles.
 
 // reservation is one reservation pod and the shares assigned to it.
 type reservation struct {
