@@ -121,10 +121,8 @@ func foreign(cm *corev1.ConfigMap, pod string) string {
 }
 
 // bindPod records sp's assignment on the pod, pins it to the reservation's node
-// and removes the gate, in one patch guarded by the pod's UID (uidPatch). It
-// returns the pod as patched; sp is left as it was (other binds read the
-// reservation's shares meanwhile).
-func (c *Controller) bindPod(ctx context.Context, sp *sharePod) (*corev1.Pod, error) {
+// and removes the gate, in one patch guarded by the pod's UID (uidPatch).
+func (c *Controller) bindPod(ctx context.Context, sp *sharePod) error {
 	orig := sp.pod
 	p := orig.DeepCopy()
 	r := sp.res
@@ -141,12 +139,13 @@ func (c *Controller) bindPod(ctx context.Context, sp *sharePod) (*corev1.Pod, er
 	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == contract.GateGPUShare })
 	patch, err := uidPatch(orig, p)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.opts.Client.Patch(ctx, p, patch); err != nil {
-		return nil, err
+		return err
 	}
-	return p, nil
+	sp.pod, sp.fresh, sp.gated = p, false, false
+	return nil
 }
 
 // pinToNode requires the pod's node to be node. A gated pod's required node

@@ -83,8 +83,6 @@ type Controller struct {
 	firstSeen map[string]map[types.UID]time.Time
 	// blocks: per namespace, the last quota refusal (see quota.go).
 	blocks map[string]quotaBlock
-
-	binder *binder
 }
 
 // New returns a share controller; add it to a manager with SetupWithManager.
@@ -123,5 +121,5 @@ func New(opts Options) (*Controller, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Controller{opts: opts, emptySince: map[string]map[types.UID]time.Time{}, firstSeen: map[string]map[types.UID]time.Time{}, blocks: map[string]quotaBlock{}, binder: newBinder()}, nil
+	return &Controller{opts: opts, emptySince: map[string]map[types.UID]time.Time{}, firstSeen: map[string]map[types.UID]time.Time{}, blocks: map[string]quotaBlock{}}, nil
 }

@@ -70,14 +70,10 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	out.fail(c.simulateUUIDs(ctx, simulated))
 	c.place(ctx, namespace, team, st, estimate, &out)
-	ready := c.serve(st)
+	c.serve(ctx, st, &out)
 	c.warn(st)
 	c.collect(ctx, namespace, st, &out)
 	c.report(namespace, team, st)
-	// Last: binds may outlive this reconcile and only read st (binding.go).
-	for _, err := range c.bindAll(ctx, namespace, ready, st.limits) {
-		out.fail(err)
-	}
 	ctrl.LoggerFrom(ctx).V(1).Info("reconciled", "reservations", len(st.reservations), "pending", len(st.pending),
 		"duration", c.opts.Clock.Since(began), "errors", len(out.errs), "retry", out.retry)
 
@@ -121,14 +117,7 @@ func (c *Controller) load(ctx context.Context, namespace string, team Team) (*te
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("reading nodes of pool %s: %w", team.Pool, err)
 	}
-	gatedNow := map[types.UID]bool{}
-	for i := range pods {
-		if gated(&pods[i]) {
-			gatedNow[pods[i].UID] = true
-		}
-	}
-	st := observe(observation{pods: pods, nodeMemory: memory, estimate: estimate, maxPods: team.maxPods(), unhealthy: unhealthy,
-		binding: c.binder.held(namespace, gatedNow)})
+	st := observe(observation{pods: pods, nodeMemory: memory, estimate: estimate, maxPods: team.maxPods(), unhealthy: unhealthy})
 	return st, estimate, nodes, nil
 }
 

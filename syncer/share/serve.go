@@ -168,18 +168,18 @@ func (st *teamState) unknownMemory() *reservation {
 	return nil
 }
 
-// bindWorkers bounds the binds under way at once (of all teams): each is two
-// API calls, and a burst should not wait for them one after the other.
+// bindWorkers bounds the pods bound at once: each bind is two API calls, and
+// a burst should not wait for them one after the other.
 const bindWorkers = 8
 
-// serve returns the gated pods of ready reservations, to be bound, and tells
-// the others what they wait for. Pods whose bind is under way are left alone.
-func (c *Controller) serve(st *teamState) []*sharePod {
+// serve binds the gated pods of ready reservations, in parallel, and tells the
+// others what they wait for.
+func (c *Controller) serve(ctx context.Context, st *teamState, out *outcome) {
 	var ready []*sharePod
 	for _, r := range st.reservations {
 		for _, sp := range r.shares {
 			switch {
-			case !sp.gated, sp.binding:
+			case !sp.gated:
 			case r.ready():
 				ready = append(ready, sp)
 			case sp.fresh && r.node == "":
@@ -191,31 +191,32 @@ func (c *Controller) serve(st *teamState) []*sharePod {
 			}
 		}
 	}
-	return ready
+	var mu sync.Mutex
+	parallel(bindWorkers, len(ready), func(i int) {
+		err := c.bind(ctx, ready[i], st.limits)
+		mu.Lock()
+		out.fail(err)
+		mu.Unlock()
+	})
 }
 
-// errStaysGated: the bind was refused for a reason the pod was told about
-// (an event); the pod stays gated and is placed again by the next reconcile.
-var errStaysGated = errors.New("share pod stays gated")
-
 // bind gives sp its GPU: ConfigMap first, then the pod update that removes the
-// gate. It only reads sp's reservation and the state around it.
+// gate.
 func (c *Controller) bind(ctx context.Context, sp *sharePod, limits *FractionLimits) error {
 	r := sp.res
 	if err := c.ensureConfigMap(ctx, sp, limits); err != nil {
 		var conflict *errConfigMapConflict
 		if errors.As(err, &conflict) {
 			c.event(sp.pod, nil, corev1.EventTypeWarning, ReasonConfigMapConflict, conflict.Error())
-			return errStaysGated
+			return nil
 		}
 		return err
 	}
-	p, err := c.bindPod(ctx, sp)
-	if err != nil {
+	if err := c.bindPod(ctx, sp); err != nil {
 		return err
 	}
-	c.observeLatency(p)
-	c.event(p, r.pod, corev1.EventTypeNormal, ReasonBound, fmt.Sprintf(
+	c.observeLatency(sp.pod)
+	c.event(sp.pod, r.pod, corev1.EventTypeNormal, ReasonBound, fmt.Sprintf(
 		"%s of GPU %s on node %s (reservation %s, %s in use by %d pods); scheduling gate removed",
 		share(sp), r.uuid, r.node, r.name, portion(r.used()), len(r.shares)))
 	return nil

@@ -12,10 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gpuvc/gpuvc/api/contract"
 )
@@ -31,10 +29,6 @@ const ControllerName = "gpuvc-share"
 // pods, quotas and nodes are watched metadata-only (the manager's other pod
 // readers share that one metadata informer).
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	// The manager waits for this on shutdown: binds under way end first.
-	if err := mgr.Add(manager.RunnableFunc(c.binder.drain)); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Namespace{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -43,10 +37,6 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesMetadata(&corev1.Pod{}, c.podHandler()).
 		WatchesMetadata(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(namespaceOf)).
 		WatchesMetadata(&corev1.Node{}, c.nodeHealthHandler(mgr.GetClient())).
-		WatchesRawSource(source.Func(func(ctx context.Context, q queue) error {
-			c.binder.start(ctx, q) // binds wake their team through the queue
-			return nil
-		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).
 		Complete(c)
 }

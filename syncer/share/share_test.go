@@ -280,7 +280,7 @@ func TestNoMoreReservationsWhileUnschedulable(t *testing.T) {
 }
 
 // A burst of 28 pods of 0.25 (Σ 7 GPUs), created by 8 clients at once while
-// the controller binds the first ones beside its next reconciles: every pod is
+// the controller places, creates reservations and binds in waves: every pod is
 // served, no GPU holds more than 1.0 and the team holds exactly ceil(Σ) = 7
 // reservations (quarters pack whole GPUs in any order, so an eighth would be a
 // share placed twice or a reservation planned twice).

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuvc/gpuvc/api/contract"
 	gpushare "github.com/gpuvc/gpuvc/gpu/share"
@@ -17,9 +16,7 @@ import (
 // The team's state, rebuilt from host pods on every reconcile: reservation pods
 // (label gpuvc.dev/role=reservation) and share pods (label gpuvc.dev/gpu-share)
 // with their assignment records (label gpuvc.dev/share-group, annotation
-// gpuvc.dev/share-units), and the binds this process has under way whose
-// patch a LIST may not show yet (binding.go). Nothing else is kept in memory
-// between reconciles.
+// gpuvc.dev/share-units). Nothing is kept in memory between reconciles.
 
 // reservation is one reservation pod and the shares assigned to it.
 type reservation struct {
@@ -59,8 +56,6 @@ type sharePod struct {
 	units int
 	// fresh: assigned in this reconcile, not yet recorded on the pod.
 	fresh bool
-	// binding: a bind is under way (binding.go); it holds its share.
-	binding bool
 }
 
 // invalidPod is a gated share pod whose request cannot be read.
@@ -89,9 +84,6 @@ type observation struct {
 	maxPods    int
 	// unhealthy are the UUIDs of failed GPUs, from the nodes' annotations.
 	unhealthy map[string]bool
-	// binding: gated pods whose bind is under way or not yet seen in a LIST
-	// (binding.go), with the share they are being given.
-	binding map[types.UID]inflight
 }
 
 func isReservation(p *corev1.Pod) bool {
@@ -135,22 +127,11 @@ func observe(o observation) *teamState {
 			shares = append(shares, p)
 		}
 	}
-	// Running pods first: their shares are facts; then the ones being bound
-	// (their writes are under way); gated ones are plans.
-	rank := func(p *corev1.Pod) int {
-		if _, ok := o.binding[p.UID]; ok && gated(p) {
-			return 1
-		}
-		return 2 * b2i(gated(p))
-	}
+	// Running pods first: their shares are facts; gated ones are plans.
 	slices.SortFunc(shares, func(a, b *corev1.Pod) int {
-		return cmp.Or(cmp.Compare(rank(a), rank(b)), byCreation(a, b))
+		return cmp.Or(cmp.Compare(b2i(gated(a)), b2i(gated(b))), byCreation(a, b))
 	})
 	for _, p := range shares {
-		if f, ok := o.binding[p.UID]; ok && gated(p) {
-			st.observeBinding(p, f)
-			continue
-		}
 		st.observeShare(p, o.maxPods)
 	}
 	return st
@@ -225,19 +206,6 @@ func (st *teamState) observeShare(p *corev1.Pod, maxPods int) {
 		}
 	}
 	st.pending = append(st.pending, sp)
-}
-
-// observeBinding holds the share of a pod being bound on its reservation, as
-// the bind will record it. If the reservation is gone the pod is left out: the
-// bind's end decides (it wakes the team).
-func (st *teamState) observeBinding(p *corev1.Pod, f inflight) {
-	r := st.byName[f.group]
-	if r == nil {
-		return
-	}
-	req, _ := request(p)
-	sp := &sharePod{pod: p, req: req, gated: true, res: r, units: f.units, binding: true}
-	r.shares = append(r.shares, sp)
 }
 
 func parseUnits(p *corev1.Pod) (int, bool) {
