@@ -30,5 +30,7 @@ func BenchmarkUngateLatency(b *testing.B) {
 func BenchmarkBurst(b *testing.B) {
 	localcp.ForTest(b)
 	ctx := poll.Context(b, 20*time.Minute)
-	bench.Burst(ctx, b, team(newTeam(ctx, b, "bench-burst", 8), 8))
+	tm := team(newTeam(ctx, b, "bench-burst", 8), 8)
+	tm.Local, tm.Controller = metrics.Registry, share.ControllerName
+	bench.Burst(ctx, b, tm)
 }

@@ -2,7 +2,9 @@ package share_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -274,5 +276,41 @@ func TestNoMoreReservationsWhileUnschedulable(t *testing.T) {
 	}
 	if n := len(reservations(ctx, t, ns.Name)); n != 1 {
 		t.Errorf("%d reservations, want 1 while it is unschedulable", n)
+	}
+}
+
+// A burst of 28 pods of 0.25 (Σ 7 GPUs), created by 8 clients at once while
+// the controller places, creates reservations and binds in waves: every pod is
+// served, no GPU holds more than 1.0 and the team holds exactly ceil(Σ) = 7
+// reservations (quarters pack whole GPUs in any order, so an eighth would be a
+// share placed twice or a reservation planned twice).
+func TestBurstHoldsCeilOfTheSum(t *testing.T) {
+	localcp.ForTest(t)
+	ctx := poll.Context(t, 3*time.Minute)
+	ns := newTeam(ctx, t, "burst", 8)
+
+	names := make([]string, 28)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < len(names); i += 8 {
+				names[i] = fmt.Sprintf("q-%d", i)
+				createShare(ctx, t, ns, names[i], "0.25")
+			}
+		})
+	}
+	wg.Wait()
+	for _, n := range names {
+		if p := poll.Pod(ctx, t, env.cp.Client, ns, n, served); p.Annotations[contract.AnnotationShareUnits] != "2500" {
+			t.Errorf("pod %s: units %q, want 2500", n, p.Annotations[contract.AnnotationShareUnits])
+		}
+	}
+	checkInvariants(ctx, t, ns, share.DefaultMaxPodsPerGPU)
+	perGPU := map[string]int{}
+	for _, p := range sharePods(ctx, t, ns) {
+		perGPU[p.Labels[contract.LabelShareGroup]]++
+	}
+	if res := reservations(ctx, t, ns); len(res) != 7 || len(perGPU) != 7 {
+		t.Errorf("%d reservations (%d used) for 28 x 0.25, want ceil(Σ) = 7: pods per reservation %v", len(res), len(perGPU), perGPU)
 	}
 }

@@ -87,19 +87,31 @@ func Burst(ctx context.Context, b *testing.B, tm Team) {
 	defer u.Stop()
 	fractions := []string{"0.05", "0.1", "0.15", "0.2", "0.25", "0.3", "0.4"}
 	rng := rand.New(rand.NewPCG(7, 7))
-	var lat []time.Duration
-	var podsPerSec, held, bound []float64
+	var lat, create, forReservation, afterReady []time.Duration
+	var podsPerSec, held, bound, ready, served []float64
+	// The work of the bursts themselves, from before the first create to the
+	// last gate seen gone (not the cleaning between them).
+	work := &Costs{Local: tm.Local, Metrics: tm.Client}
+	var spent CostDelta
+	pods := 0
 	b.ResetTimer()
 	for i := range b.N {
 		burst, frac, sum := plan(rng, fractions, i)
+		trace := tm.TraceBurst(ctx, b)
+		s0, err := work.Snapshot(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
 		start := time.Now()
 		created := make([]time.Time, len(burst))
+		answered := make([]time.Time, len(burst))
 		var wg sync.WaitGroup
 		for w := range 8 {
 			wg.Go(func() {
 				for j := w; j < len(burst); j += 8 {
 					created[j] = time.Now()
 					tm.CreateShare(ctx, b, burst[j], frac[burst[j]])
+					answered[j] = time.Now()
 				}
 			})
 		}
@@ -114,6 +126,22 @@ func Burst(ctx context.Context, b *testing.B, tm Team) {
 			}
 		}
 		b.StopTimer()
+		s1, err := work.Snapshot(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		spent.Add(s1.Since(s0))
+		pods += len(burst)
+		steps := trace.Steps(start, burst, answered)
+		trace.Stop()
+		b.Logf("burst %d: %v", i, steps)
+		for j := range burst {
+			create = append(create, answered[j].Sub(created[j]))
+		}
+		forReservation = append(forReservation, steps.ForReservation...)
+		afterReady = append(afterReady, steps.AfterReady...)
+		ready = append(ready, steps.LastReady)
+		served = append(served, steps.LastUngated)
 		units := 0
 		for _, p := range tm.SharePods(ctx, b) {
 			n, _ := strconv.Atoi(p.Annotations[contract.AnnotationShareUnits])
@@ -129,8 +157,28 @@ func Burst(ctx context.Context, b *testing.B, tm Team) {
 		b.StartTimer()
 	}
 	b.StopTimer()
+	if spent.Requests > 0 {
+		// What a share pod of a burst costs the API server, by request: the
+		// same whatever the load, unlike the latencies.
+		b.ReportMetric(spent.Requests/float64(pods), "apiserver-requests/pod")
+		b.Logf("API requests per share pod: %s", spent.TopRequests(14, pods))
+	}
+	if w, ok := spent.Controllers[tm.Controller]; ok && w.Reconciles > 0 {
+		b.ReportMetric(w.Reconciles/float64(pods), "reconciles/pod")
+		b.ReportMetric(w.Time.Mean()*1000, "reconcile-mean-ms")
+		b.ReportMetric(w.QueueWait.Mean()*1000, "queue-wait-mean-ms")
+	}
 	b.ReportMetric(Percentile(lat, 0.5), "p50-ms")
 	b.ReportMetric(Percentile(lat, 0.99), "p99-ms")
+	// Where a pod's time went (p50 of each): its create through the webhooks,
+	// then waiting for its reservation (created, scheduled, its GPU reported),
+	// then the share controller's binding once both were there.
+	b.ReportMetric(Percentile(create, 0.5), "create-p50-ms")
+	b.ReportMetric(Percentile(forReservation, 0.5), "for-reservation-p50-ms")
+	b.ReportMetric(Percentile(afterReady, 0.5), "after-ready-p50-ms")
+	// From the burst's start: every reservation ready, every gate gone.
+	b.ReportMetric(Mean(ready), "reservations-ready-ms")
+	b.ReportMetric(Mean(served), "served-ms")
 	b.ReportMetric(Mean(podsPerSec), "pods/s")
 	b.ReportMetric(Mean(held), "reservations")
 	b.ReportMetric(Mean(bound), "lower-bound")
