@@ -60,7 +60,12 @@ func kubeletDevices(ctx context.Context, t *testing.T, node *localnode.Node) map
 // agent exports it with the owners the real kubelet names, the manager pod scrapes
 // it, and after the window — not before — only the idle pod gets the Warning
 // GPUIdle, which the team sees on its own pod, and is evicted; the busy pod keeps
-// running without an event.
+// running without an event. In the same window a second team, whose policy is
+// action Sleep, runs one GPU pod (0 %) and one pod without GPUs: it reads GPUIdle
+// on its GPU pod through its kubeconfig before its control plane is scaled to
+// zero, the Team is Asleep with the policy's reason, both host pods are evicted
+// and the kubelet frees the GPU; woken with `gpuvc team wake`, its (ephemeral)
+// cluster has no pods left and tells it why it slept (sleepyTeam).
 func TestIdleGPUPodsOnTheRealNode(t *testing.T) {
 	ctx := e2eWithin(t, 15*time.Minute)
 	needsRunningContainers(t)
@@ -72,6 +77,8 @@ func TestIdleGPUPodsOnTheRealNode(t *testing.T) {
 	kubectl(ctx, t, backend.Kubeconfig(), "patch", "team", team, "--type=merge", "-p",
 		`{"spec":{"idle":{"gpuPods":{"after":"5m","action":"Evict","maxUtilizationPercent":10}}}}`)
 	vc := teamClient(t, teamKubeconfig(t, team))
+	// The second team, in the same window: action Sleep, one GPU pod, one without.
+	sleepy := startSleepyTeam(ctx, t, node)
 
 	const script = "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; sleep 3600"
 	for _, name := range []string{"idle", "busy"} {
@@ -86,7 +93,7 @@ func TestIdleGPUPodsOnTheRealNode(t *testing.T) {
 		gpu[name] = got[0]
 		require.Contains(t, logs(ctx, t, vc, name), "NVIDIA_VISIBLE_DEVICES="+gpu[name], "the device %s's container saw", name)
 	}
-	require.NoError(t, localnode.SetGPUUtilization(node.Dir, map[string]int{gpu["idle"]: 0, gpu["busy"]: 85}))
+	require.NoError(t, localnode.SetGPUUtilization(node.Dir, map[string]int{gpu["idle"]: 0, gpu["busy"]: 85, sleepy.gpu: 0}))
 	began := time.Now()
 
 	// What the manager reads: the node agent's metrics, owners from the kubelet.
@@ -100,20 +107,27 @@ func TestIdleGPUPodsOnTheRealNode(t *testing.T) {
 				return false, fmt.Sprintf("no gpuvc_team_gpu_utilization %s for %s on %s", want, name, gpu[name])
 			}
 		}
+		if !hasUtilization(text, hostPodFor(sleepyGPUPod, "default", sleepy.name), sleepy.gpu, "0") {
+			return false, fmt.Sprintf("no gpuvc_team_gpu_utilization 0 for %s on %s", sleepyGPUPod, sleepy.gpu)
+		}
 		return true, ""
 	})
 
 	// The window: the manager looks every 30 s (its default --idle-interval); the
 	// event comes after 5 minutes of idleness, so within 5 minutes and two looks.
-	var event corev1.Event
-	poll.UntilSeenEvery(ctx, t, 2*time.Second, after+3*time.Minute, "GPUIdle on the idle pod in the team's cluster",
+	// The sleepy team's GPUIdle is read in the same poll, while its control plane
+	// is up (after the scale to zero a request would wake it).
+	var event *corev1.Event
+	poll.UntilSeenEvery(ctx, t, 2*time.Second, after+3*time.Minute, "GPUIdle on the idle pods in both teams' clusters",
 		func(ctx context.Context) (bool, string, error) {
-			e, why := gpuIdleEvent(ctx, vc, "idle")
-			if e == nil {
-				return false, why, nil
+			sleepySeen := sleepy.lookForEvent(ctx)
+			if event == nil {
+				var why string
+				if event, why = gpuIdleEvent(ctx, vc, "idle"); event == nil {
+					return false, why, nil
+				}
 			}
-			event = *e
-			return true, "", nil
+			return sleepySeen, fmt.Sprintf("team %s's GPUIdle not seen yet", sleepy.name), nil
 		})
 	require.GreaterOrEqual(t, time.Since(began), after, "acted on before the window: %s", event.Message)
 	require.Equal(t, corev1.EventTypeWarning, event.Type)
@@ -133,6 +147,9 @@ func TestIdleGPUPodsOnTheRealNode(t *testing.T) {
 	require.Nil(t, busy.DeletionTimestamp, "the busy pod is being deleted")
 	e, _ := gpuIdleEvent(ctx, vc, "busy")
 	require.Nil(t, e, "the busy pod (85 %%) got an idle event: %+v", e)
+
+	sleepy.checkAsleep(ctx, t, node, began)
+	sleepy.wakeAndLook(ctx, t)
 }
 
 // gpuIdleEvent is the GPUIdle event of a virtual pod in the team's cluster.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuvc/gpuvc/e2e/localcp"
+	"github.com/gpuvc/gpuvc/gpu/inventory"
 	"github.com/gpuvc/gpuvc/kind/localcluster"
 	"github.com/gpuvc/gpuvc/kind/localstack"
 )
@@ -29,6 +31,17 @@ const (
 	// gpuvcNamespace is where `gpuvc install` puts the manager.
 	gpuvcNamespace = "gpuvc-system"
 )
+
+// suiteGPUs are the real node's simulated GPUs in the suite: the stack's
+// default with one more whole GPU for the device plugin (three whole, two in MIG
+// mode; DRA's three as before), so that TestIdleGPUPodsOnTheRealNode's two teams
+// run their three GPU pods in one idle window (MIG slices report no utilization).
+var suiteGPUs = func() inventory.Spec {
+	s := localstack.DefaultGPUs
+	s.Count++
+	s.MIG = slices.Insert(slices.Clone(s.MIG), s.Count-1-s.DRA, "all-disabled")
+	return s
+}()
 
 // realBackend is the local stack `gpuvc dev cluster up` runs (kind/localstack:
 // the local control plane, kwok GPU pools and one real node with kubelet,
@@ -66,7 +79,7 @@ func startReal(ctx context.Context, gpuvcBin string) (_ Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.stack, err = localstack.Up(ctx, localstack.Options{Dir: dir, Gpuvc: gpuvcBin, Attached: true, InProcessGPUs: true, Log: logWriter}); err != nil {
+	if b.stack, err = localstack.Up(ctx, localstack.Options{Dir: dir, Gpuvc: gpuvcBin, Attached: true, InProcessGPUs: true, GPUs: &suiteGPUs, Log: logWriter}); err != nil {
 		_ = os.Remove(dir) // left only when Up failed before it started anything: empty
 		return nil, err
 	}
