@@ -180,7 +180,8 @@ func (s *sleepyTeam) wakeAndLook(ctx context.Context, t *testing.T) {
 			return false, err.Error()
 		}
 		for _, m := range messages {
-			if strings.Contains(m, "it was asleep since") && strings.Contains(m, "spec.idle.gpuPods.action Sleep") {
+			if strings.Contains(m, "woken by request (gpuvc team wake)") && strings.Contains(m, "it was asleep since") &&
+				strings.Contains(m, "spec.idle.gpuPods.action Sleep") {
 				t.Logf("team %s reads after the wake: %s", s.name, m)
 				return true, ""
 			}

@@ -99,7 +99,7 @@ func (s *Sleeper) wakeNow(ctx context.Context, t *gpuvcv1.Team, v vcluster, st s
 	switch {
 	case st.asleep():
 		s.event(ctx, t, corev1.EventTypeNormal, "Waking", "Wake", "woken on request (gpuvc team wake)")
-		_, err := s.ensureAwake(ctx, v)
+		_, err := s.ensureAwake(ctx, v, byRequest)
 		return err
 	case st.routed:
 		if err := s.unroute(ctx, v); err != nil {

@@ -274,7 +274,7 @@ func (s *Sleeper) tickTeam(ctx context.Context, t *gpuvcv1.Team) error {
 		return s.setCondition(ctx, t, true, reason, msg, func(st *gpuvcv1.IdleStatus) { st.AsleepSince = nowTime(s) })
 	case actWake:
 		s.event(ctx, t, corev1.EventTypeNormal, "Waking", "Wake", msg)
-		if _, err := s.ensureAwake(ctx, v); err != nil {
+		if _, err := s.ensureAwake(ctx, v, byPolicy); err != nil {
 			return err
 		}
 		return nil // wake wrote the condition
@@ -308,15 +308,27 @@ func (s *Sleeper) sleep(ctx context.Context, v vcluster) error {
 	return nil
 }
 
+// Why a control plane is woken (ensureAwake's by): the Awake event and
+// condition say it.
+const (
+	byConnection = "a connection"
+	byRequest    = "request (gpuvc team wake)"
+	byPolicy     = "the idle policy"
+)
+
 // wake scales the control plane back, waits for a ready pod, routes the Service
-// back to it and records how long it took.
-func (s *Sleeper) wake(ctx context.Context, v vcluster) (string, error) {
+// back to it and records how long it took and what woke it (by).
+func (s *Sleeper) wake(ctx context.Context, v vcluster, by string) (string, error) {
 	began := s.opts.Clock.Now()
 	t := &gpuvcv1.Team{}
 	if err := s.client.Get(ctx, client.ObjectKey{Name: v.team}, t); err != nil {
 		return "", err
 	}
-	_ = s.setCondition(ctx, t, true, gpuvcv1.ReasonWaking, "a connection arrived: the control plane is starting", nil)
+	waking := "woken by " + by + ": the control plane is starting"
+	if by == byConnection {
+		waking = "a connection arrived: the control plane is starting"
+	}
+	_ = s.setCondition(ctx, t, true, gpuvcv1.ReasonWaking, waking, nil)
 	if err := s.scale(ctx, v, 1); err != nil {
 		return "", err
 	}
@@ -343,7 +355,7 @@ func (s *Sleeper) wake(ctx context.Context, v vcluster) (string, error) {
 			log.FromContext(ctx).Error(err, "routing the Service back to the woken control plane", "team", v.team)
 		}
 	}()
-	msg := fmt.Sprintf("woken by a connection in %v", latency.Round(time.Millisecond))
+	msg := fmt.Sprintf("woken by %s in %v", by, latency.Round(time.Millisecond))
 	s.hostEvent(t, corev1.EventTypeNormal, "Awake", "Wake", msg)
 	s.mu.Lock()
 	why := s.sleptWhy[t.Name]

@@ -28,7 +28,7 @@ func (s *Sleeper) answerWhileWaking(ctx context.Context, v vcluster, conn net.Co
 		// Without a certificate the client waits for the handshake while the
 		// control plane starts; it may give up, its retry finds it awake.
 		logger.Error(err, "no wake certificate; waking without answering the connection")
-		_, _ = s.ensureAwake(ctx, v)
+		_, _ = s.ensureAwake(ctx, v, byConnection)
 		return
 	}
 	tc := tls.Server(conn, &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
@@ -42,7 +42,7 @@ func (s *Sleeper) answerWhileWaking(ctx context.Context, v vcluster, conn net.Co
 		return
 	}
 	hold, cancel := context.WithTimeout(ctx, s.opts.HoldMax)
-	_, wakeErr := s.ensureAwake(hold, v)
+	_, wakeErr := s.ensureAwake(hold, v, byConnection)
 	cancel()
 	if errors.Is(wakeErr, context.DeadlineExceeded) {
 		wakeErr = nil // still starting: the client's retry is held again

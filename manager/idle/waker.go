@@ -173,8 +173,8 @@ func (s *Sleeper) fromSystemPod(ctx context.Context, v vcluster, addr net.Addr) 
 }
 
 // ensureAwake returns the address of a ready control plane, waking it first
-// when it sleeps. Concurrent callers share one wake.
-func (s *Sleeper) ensureAwake(ctx context.Context, v vcluster) (string, error) {
+// when it sleeps (by says what woke it). Concurrent callers share one wake.
+func (s *Sleeper) ensureAwake(ctx context.Context, v vcluster, by string) (string, error) {
 	if target, err := s.readyTarget(ctx, v); err != nil || target != "" {
 		return target, err
 	}
@@ -185,7 +185,7 @@ func (s *Sleeper) ensureAwake(ctx context.Context, v vcluster) (string, error) {
 		s.wakes[v.team] = w
 		// The wake outlives the connection that started it.
 		go func() {
-			w.target, w.err = s.wake(s.ctx, v)
+			w.target, w.err = s.wake(s.ctx, v, by)
 			s.mu.Lock()
 			delete(s.wakes, v.team)
 			s.mu.Unlock()
