@@ -25,6 +25,8 @@ type managerProcess struct {
 	cp *localcluster.ControlPlane
 	// pprof is the base URL of its /debug/pprof/ ("" if the build has none).
 	pprof string
+	// dir holds its log: why a manager that exited did (logTail).
+	dir string
 }
 
 // startManager runs the manager against cp and waits until it serves. It
@@ -43,7 +45,7 @@ func startManager(ctx context.Context, bin, dir string, cp *localcluster.Control
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w\n%s", err, logTail(dir))
 	}
-	return &managerProcess{Manager: m, cp: cp, pprof: pprof}, m.StartedIn, nil
+	return &managerProcess{Manager: m, cp: cp, pprof: pprof, dir: dir}, m.StartedIn, nil
 }
 
 // servesPprof: the build has --pprof-bind-address (an older one, run through

@@ -408,7 +408,7 @@ func measure(ctx context.Context, b *testing.B, m *managerProcess, d time.Durati
 	costs := &bench.Costs{Metrics: m.cp.Client}
 	start, err := m.usage()
 	if err != nil {
-		b.Fatal(err)
+		b.Fatalf("the manager is gone: %v\n%s", err, logTail(m.dir))
 	}
 	req0, _, err := m.metrics(ctx)
 	if err != nil {
@@ -422,7 +422,7 @@ func measure(ctx context.Context, b *testing.B, m *managerProcess, d time.Durati
 	time.Sleep(d) // a measurement window, not a wait for a condition
 	end, err := m.usage()
 	if err != nil {
-		b.Fatal(err)
+		b.Fatalf("the manager is gone: %v\n%s", err, logTail(m.dir))
 	}
 	req1, heap, err := m.metrics(ctx)
 	if err != nil {

@@ -2,6 +2,7 @@ package teamevents
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuvc/gpuvc/api/contract"
 )
 
 // Sessions keeps, per team, a client of its virtual cluster (TeamConfig)
@@ -75,16 +78,20 @@ func (s *Sessions) Client(ctx context.Context, namespace, release string) (kuber
 		return nil, nil
 	}
 	cfg, err := TeamConfig(ctx, s.reader, s.dial, namespace, release)
-	if err == nil && cfg != nil {
-		cfg.UserAgent = s.userAgent
-		cfg.Timeout = 10 * time.Second
-		se.client, err = kubernetes.NewForConfig(cfg)
-	}
-	if err != nil || se.client == nil {
+	if err != nil || cfg == nil {
 		s.backOff(se)
 		return nil, err
 	}
-	se.failures = 0
+	cfg.UserAgent = s.userAgent
+	cfg.Timeout = 10 * time.Second
+	// A local first: a failed NewForConfig's nil *Clientset in the interface
+	// field would be a non-nil session that panics at its first use.
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		s.backOff(se)
+		return nil, fmt.Errorf("a client of the team's virtual cluster from its kubeconfig %s/%s: %w", namespace, contract.KubeconfigSecretName, err)
+	}
+	se.client, se.failures = cs, 0
 	return se.client, nil
 }
 

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuvc/gpuvc/api/contract"
 	"github.com/gpuvc/gpuvc/e2e/localcp"
 	"github.com/gpuvc/gpuvc/manager/teamevents"
 )
@@ -95,4 +97,36 @@ func TestSessionsKeepTheClientUntilARequestFails(t *testing.T) {
 	clk.Step(16 * time.Second)
 	use()
 	require.Equal(t, looked+4, host.reads.Load())
+}
+
+// A kubeconfig client-go cannot use (its CA not PEM) is an error naming the
+// Secret at every look, never a kept session that fails at its first use.
+func TestSessionsRefuseAKubeconfigThatCannotMakeAClient(t *testing.T) {
+	ctx := localcp.Context(t, 5*time.Minute)
+	ns, labels := standIn(ctx, t, "badca")
+	readyPodIP(ctx, t, ns, labels, true)
+	bad := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://badca.example:443", certificate-authority-data: bm90IGEgY2VydGlmaWNhdGU=}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`)
+	secret := &corev1.Secret{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: contract.KubeconfigSecretName}, secret))
+	secret.Data[contract.KubeconfigSecretKey] = bad
+	require.NoError(t, c.Update(ctx, secret))
+
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 28, 14, 0, 0, 0, time.UTC))
+	s := teamevents.NewSessions(c, nil, "gpuvc-test", time.Minute)
+	teamevents.SetSessionsClock(s, clk)
+	for range 2 {
+		vc, err := s.Client(ctx, ns, "badca")
+		require.ErrorContains(t, err, contract.KubeconfigSecretName)
+		require.Nil(t, vc)
+		vc, err = s.Client(ctx, ns, "badca") // backing off: nothing, not a broken client
+		require.NoError(t, err)
+		require.Nil(t, vc)
+		clk.Step(time.Minute)
+	}
 }
