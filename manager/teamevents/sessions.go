@@ -52,7 +52,7 @@ func NewSessions(reader client.Reader, dial func(context.Context, string, string
 		dial = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
 	}
 	if maxBackoff <= 0 {
-		maxBackoff = 2 * time.Minute
+		maxBackoff = 5 * time.Minute
 	}
 	return &Sessions{reader: reader, dial: dial, userAgent: userAgent, clock: clock.RealClock{}, maxBackoff: maxBackoff, teams: map[string]*session{}}
 }
@@ -95,9 +95,12 @@ func (s *Sessions) Client(ctx context.Context, namespace, release string) (kuber
 	return se.client, nil
 }
 
-// Failed drops namespace's session after a request through it failed: the
-// next Client looks for the control plane again at once (the pod may have
-// moved), and backs off if it finds none.
+// Failed drops namespace's session after a request through it failed (the
+// pod may have moved): the control plane is looked for again after the
+// back-off — 15 s, a periodic loop's next pass, after one failure, longer
+// after failures in a row, so a team whose control plane never answers (its
+// pod unreachable from the manager) costs a few host reads an hour, not four
+// a pass.
 func (s *Sessions) Failed(namespace string) {
 	s.mu.Lock()
 	se := s.teams[namespace]
@@ -105,6 +108,7 @@ func (s *Sessions) Failed(namespace string) {
 	if se != nil {
 		se.mu.Lock()
 		se.client = nil
+		s.backOff(se)
 		se.mu.Unlock()
 	}
 }

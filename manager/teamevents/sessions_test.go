@@ -72,14 +72,20 @@ func TestSessionsKeepTheClientUntilARequestFails(t *testing.T) {
 	require.EqualValues(t, 1, dials.Load(), "and keeps its connection")
 
 	s.Failed(ns)
+	vc, err := s.Client(ctx, ns, "ses")
+	require.NoError(t, err)
+	require.Nil(t, vc, "a failed session is looked for again after the back-off, not at once")
+	require.EqualValues(t, 4, host.reads.Load())
+	clk.Step(16 * time.Second)
 	use()
-	require.EqualValues(t, 8, host.reads.Load(), "after a failure the control plane is found again")
+	require.EqualValues(t, 8, host.reads.Load(), "after a failure and its back-off the control plane is found again")
 
 	// Asleep: the look finds no ready pod, and the next ones wait.
 	scale(ctx, t, ns, "ses", 0)
 	readyPodIP(ctx, t, ns, labels, false)
 	s.Failed(ns)
-	vc, err := s.Client(ctx, ns, "ses")
+	clk.Step(16 * time.Second)
+	vc, err = s.Client(ctx, ns, "ses")
 	require.NoError(t, err)
 	require.Nil(t, vc)
 	looked := host.reads.Load()
@@ -94,7 +100,7 @@ func TestSessionsKeepTheClientUntilARequestFails(t *testing.T) {
 	vc, err = s.Client(ctx, ns, "ses")
 	require.NoError(t, err)
 	require.Nil(t, vc, "still backing off")
-	clk.Step(16 * time.Second)
+	clk.Step(31 * time.Second) // the second failure in a row: 30 s
 	use()
 	require.Equal(t, looked+4, host.reads.Load())
 }

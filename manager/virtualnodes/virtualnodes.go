@@ -105,7 +105,7 @@ func (s *Syncer) init() {
 		if s.Parallel <= 0 {
 			s.Parallel = 8
 		}
-		s.sessions = teamevents.NewSessions(s.Reader, s.Dial, "gpuvc-manager/virtual-nodes", 2*time.Minute)
+		s.sessions = teamevents.NewSessions(s.Reader, s.Dial, "gpuvc-manager/virtual-nodes", 5*time.Minute)
 	})
 }
 
