@@ -36,8 +36,8 @@ func (r *countingReader) List(ctx context.Context, list client.ObjectList, opts 
 }
 
 // A session costs the host its four reads once and is kept while it works;
-// a failed request makes the next pass look again, and a team where no
-// control plane serves is looked at again only after a back-off.
+// after a failed request, and where no control plane serves, the team is
+// looked at again only after a back-off.
 func TestSessionsKeepTheClientUntilARequestFails(t *testing.T) {
 	ctx := localcp.Context(t, 5*time.Minute)
 	ns, labels := standIn(ctx, t, "ses")
